@@ -1,0 +1,55 @@
+# lakeapply: `make help` lists the targets.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+WAREHOUSE ?= warehouse
+LANDING   ?= landing
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## List the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e ".[gold,dev]"
+	touch $(STAMP)
+
+.PHONY: setup
+setup: $(STAMP) ## Create .venv and install lakeapply with its dev and dbt extras
+
+.PHONY: run
+run: $(STAMP) ## Demo job on the embedded default: generate LCRs, ingest to bronze, summarize
+	$(BIN)/lakeapply --warehouse $(WAREHOUSE) run --landing $(LANDING)
+
+.PHONY: test
+test: $(STAMP) ## Run the whole test suite
+	$(BIN)/pytest -q
+
+.PHONY: lint
+lint: $(STAMP) ## ruff lint + format check
+	$(BIN)/ruff check pipelines tests
+	$(BIN)/ruff format --check pipelines tests
+
+.PHONY: typecheck
+typecheck: $(STAMP) ## mypy --strict on the package
+	$(BIN)/mypy
+
+.PHONY: check
+check: lint typecheck ## All static checks (lint, format, types)
+
+.PHONY: format
+format: $(STAMP) ## Apply ruff fixes and formatting
+	$(BIN)/ruff check --fix pipelines tests
+	$(BIN)/ruff format pipelines tests
+
+.PHONY: schemas
+schemas: $(STAMP) ## Regenerate schemas/lcr.schema.json from the contract module
+	$(BIN)/python -c "from pathlib import Path; from lakeapply.contract.lcr import write_lcr_json_schema; write_lcr_json_schema(Path('schemas/lcr.schema.json'))"
+
+.PHONY: clean
+clean: ## Remove the local warehouse, landing folder and caches (keeps .venv)
+	rm -rf $(WAREHOUSE) $(LANDING) .pytest_cache .mypy_cache .ruff_cache spark-warehouse metastore_db derby.log

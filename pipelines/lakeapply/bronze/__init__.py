@@ -1,0 +1,1 @@
+"""Bronze: landing files -> append-only, lossless LCR tables plus a quarantine."""

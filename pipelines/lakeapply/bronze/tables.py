@@ -1,0 +1,62 @@
+"""Schemas of the bronze tables."""
+
+from __future__ import annotations
+
+from pyspark.sql import types as T
+
+from lakeapply.contract.lcr import lcr_bronze_fields
+
+LCR_TABLE = "lcr"
+QUARANTINE_TABLE = "quarantine"
+INGEST_LOG_TABLE = "ingest_log"
+
+LINEAGE_FIELDS = [
+    T.StructField("source_file", T.StringType(), False),
+    T.StructField("line_number", T.LongType(), False),
+    T.StructField("byte_offset", T.LongType(), False),
+    T.StructField("ingest_batch_id", T.LongType(), False),
+    T.StructField("ingested_at", T.TimestampType(), False),
+]
+
+
+def lcr_table_schema() -> T.StructType:
+    """Every valid LCR: the contract's fields, the raw line (nothing an LCR carries is lost), lineage."""
+    return T.StructType(
+        [
+            *lcr_bronze_fields().fields,
+            T.StructField("lcr_kind", T.StringType(), False),  # ROW, DIRECTIVE or DDL
+            T.StructField("raw_lcr", T.StringType(), False),
+            *LINEAGE_FIELDS,
+        ]
+    )
+
+
+def quarantine_table_schema() -> T.StructType:
+    return T.StructType(
+        [
+            T.StructField("raw_line", T.StringType(), False),
+            T.StructField("field", T.StringType(), True),
+            T.StructField("reason", T.StringType(), False),
+            *LINEAGE_FIELDS,
+        ]
+    )
+
+
+def ingest_log_schema() -> T.StructType:
+    """The ingest progress: a PLANNED row per file before any data is written, a COMMITTED row after."""
+    return T.StructType(
+        [
+            T.StructField("batch_id", T.LongType(), False),
+            T.StructField("phase", T.StringType(), False),  # PLANNED | COMMITTED
+            T.StructField("source_file", T.StringType(), False),
+            T.StructField("compressed", T.BooleanType(), False),
+            T.StructField("start_offset", T.LongType(), False),  # bytes already ingested
+            T.StructField("size_bound", T.LongType(), False),  # file size when planned
+            T.StructField("first_line_number", T.LongType(), False),
+            T.StructField("end_offset", T.LongType(), True),  # COMMITTED: after the last full line
+            T.StructField("lines", T.LongType(), True),  # COMMITTED: complete lines ingested
+            T.StructField("bronze_rows", T.LongType(), True),
+            T.StructField("quarantined_rows", T.LongType(), True),
+            T.StructField("logged_at", T.TimestampType(), False),
+        ]
+    )

@@ -1,0 +1,228 @@
+"""Parse landing lines against the LCR contract and say precisely why a line is rejected.
+
+Pure DataFrame -> DataFrame: input has a ``line`` column; output adds ``lcr`` (the parsed struct),
+``field`` (the offending field, if any) and ``reason`` (NULL for a valid LCR).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from lakeapply.contract.identifiers import ORACLE_IDENTIFIER_PATTERN
+from lakeapply.contract.lcr import (
+    DDL_COMMANDS,
+    DIRECTIVE_COMMANDS,
+    LCR_FIELDS,
+    ROW_COMMANDS,
+    TRANSACTION_ID_PATTERN,
+    lcr_parse_schema,
+)
+from lakeapply.contract.oracle_types import LCR_DATA_TYPES
+
+_ALL_COMMANDS = ROW_COMMANDS + DIRECTIVE_COMMANDS + DDL_COMMANDS
+_REQUIRED_BY_COMMAND = {
+    "INSERT": ("object_owner", "object_name", "new_values"),
+    "UPDATE": ("object_owner", "object_name", "old_values", "new_values"),
+    "DELETE": ("object_owner", "object_name", "old_values"),
+    "LOB WRITE": ("object_owner", "object_name"),
+    "LOB ERASE": ("object_owner", "object_name"),
+    "LOB TRIM": ("object_owner", "object_name"),
+}
+
+
+def _raw(field: str) -> Column:
+    """The field's JSON text as written (NULL when absent or JSON null)."""
+    path = "$." + field if field.isidentifier() else f"$['{field}']"
+    return F.get_json_object(F.col("line"), path)
+
+
+def _sql_list(values: tuple[str, ...]) -> str:
+    return ", ".join(values)
+
+
+def _column_value_problem(array_field: str) -> tuple[Column, Column]:
+    """(is bad, reason) for the first bad element of a column value array."""
+    values = F.col("lcr")[array_field]
+
+    def bad_name(value: Column) -> Column:
+        return value["column_name"].isNull() | ~value["column_name"].rlike(
+            ORACLE_IDENTIFIER_PATTERN
+        )
+
+    def bad_type(value: Column) -> Column:
+        return value["data_type"].isNull() | ~value["data_type"].isin(*LCR_DATA_TYPES)
+
+    first_bad_name = F.array_position(F.transform(values, bad_name), F.lit(True))
+    first_bad_type = F.array_position(F.transform(values, bad_type), F.lit(True))
+    reason = F.when(
+        first_bad_name > 0,
+        F.format_string(
+            f"{array_field}[%d].column_name must be a non-empty identifier "
+            "(1-128 characters, no control characters or double quotes), got %s",
+            first_bad_name - 1,
+            F.coalesce(values[first_bad_name - 1]["column_name"], F.lit("nothing")),
+        ),
+    ).otherwise(
+        F.format_string(
+            f"{array_field}[%d].data_type must be one of {_sql_list(LCR_DATA_TYPES)}, got %s",
+            first_bad_type - 1,
+            F.coalesce(values[first_bad_type - 1]["data_type"], F.lit("nothing")),
+        )
+    )
+    return values.isNotNull() & ((first_bad_name > 0) | (first_bad_type > 0)), reason
+
+
+def classify_lines(lines: DataFrame) -> DataFrame:
+    """Add ``lcr``, ``field`` and ``reason`` to a DataFrame of landing lines."""
+    parsed = lines.withColumn(
+        "lcr", F.from_json(F.col("line"), lcr_parse_schema(), {"mode": "PERMISSIVE"})
+    )
+    command = F.col("lcr.command_type")
+    is_row = command.isin(*ROW_COMMANDS)
+    is_ddl = command.isin(*DDL_COMMANDS)
+
+    # (condition, field, reason) in the order a reader would check them; the first match wins.
+    checks: list[tuple[Column, str | None, Column]] = [
+        (F.trim(F.col("line")) == "", None, F.lit("empty line")),
+        (
+            F.col("line").contains("\ufffd"),
+            None,
+            F.lit("line is not valid UTF-8 (bytes replaced by U+FFFD)"),
+        ),
+        (
+            ~F.col("line").rlike(r"^\s*\{") | F.get_json_object(F.col("line"), "$").isNull(),
+            None,
+            F.concat(
+                F.lit("not a JSON object (invalid or truncated JSON): "),
+                F.substring(F.col("line"), 1, 80),
+            ),
+        ),
+    ]
+    for field in LCR_FIELDS:
+        if field.required:
+            checks.append(
+                (
+                    _raw(field.name).isNull(),
+                    field.name,
+                    F.lit(
+                        f"required field '{field.name}' is missing or null (expected {field.kind})"
+                    ),
+                )
+            )
+    for field in LCR_FIELDS:
+        raw = _raw(field.name)
+        if field.kind == "integer":
+            bad = raw.isNotNull() & ~raw.rlike(r"^-?[0-9]+$")
+            expected = "an integer"
+        elif field.kind == "column_values":
+            bad = raw.isNotNull() & ~raw.rlike(r"^\s*\[")
+            expected = "an array of column values"
+        else:
+            bad = raw.isNotNull() & raw.rlike(r"^\s*[\[{]")
+            expected = "a string"
+        checks.append(
+            (
+                bad,
+                field.name,
+                F.concat(
+                    F.lit(f"field '{field.name}' must be {expected}, got "), F.substring(raw, 1, 60)
+                ),
+            )
+        )
+    checks += [
+        (
+            F.col("lcr").isNull() | F.col("lcr.source_database_name").isNull(),
+            None,
+            F.lit(
+                "line does not match the LCR schema (a column value must be an object with "
+                "column_name, data_type and value)"
+            ),
+        ),
+        (
+            ~command.isin(*_ALL_COMMANDS),
+            "command_type",
+            F.concat(
+                F.lit(f"field 'command_type' must be one of {_sql_list(_ALL_COMMANDS)}; got "),
+                command,
+            ),
+        ),
+        (
+            ~F.col("lcr.transaction_id").rlike(TRANSACTION_ID_PATTERN),
+            "transaction_id",
+            F.concat(
+                F.lit("field 'transaction_id' must be usn.slot.sqn (e.g. 4.11.854); got "),
+                F.col("lcr.transaction_id"),
+            ),
+        ),
+        (
+            F.col("lcr.source_time").isNotNull()
+            & F.try_to_timestamp(F.col("lcr.source_time")).isNull(),
+            "source_time",
+            F.concat(
+                F.lit("field 'source_time' must be an ISO-8601 time; got "),
+                F.col("lcr.source_time"),
+            ),
+        ),
+    ]
+    for array_field in ("old_values", "new_values"):
+        checks.append(
+            (
+                _raw(array_field).isNotNull() & F.col("lcr")[array_field].isNull(),
+                array_field,
+                F.lit(
+                    f"field '{array_field}' must be an array of column values "
+                    '({"column_name": ..., "data_type": ..., "value": ...})'
+                ),
+            )
+        )
+    for command_name, required in _REQUIRED_BY_COMMAND.items():
+        for field_name in required:
+            checks.append(
+                (
+                    (command == command_name) & F.col("lcr")[field_name].isNull(),
+                    field_name,
+                    F.lit(f"an LCR with command_type {command_name} requires field '{field_name}'"),
+                )
+            )
+    for field_name in ("object_owner", "object_name"):
+        value = F.col("lcr")[field_name]
+        checks.append(
+            (
+                (is_row | is_ddl) & value.isNotNull() & ~value.rlike(ORACLE_IDENTIFIER_PATTERN),
+                field_name,
+                F.concat(
+                    F.lit(
+                        f"field '{field_name}' must be an identifier (1-128 characters, no control "
+                        "characters or double quotes); got "
+                    ),
+                    value,
+                ),
+            )
+        )
+    checks.append(
+        (
+            is_ddl & F.col("lcr.ddl_text").isNull(),
+            "ddl_text",
+            F.lit("a DDL LCR requires field 'ddl_text'"),
+        )
+    )
+    for array_field in ("old_values", "new_values"):
+        bad, element_reason = _column_value_problem(array_field)
+        checks.append((bad, array_field, element_reason))
+
+    field_column: Column = F.lit(None).cast("string")
+    reason_column: Column = F.lit(None).cast("string")
+    for condition, offending_field, reason in reversed(checks):
+        field_column = F.when(condition, F.lit(offending_field)).otherwise(field_column)
+        reason_column = F.when(condition, reason).otherwise(reason_column)
+    return parsed.withColumn("field", field_column).withColumn("reason", reason_column)
+
+
+def lcr_kind(command: Column) -> Column:
+    """ROW, DIRECTIVE (COMMIT/ROLLBACK) or DDL."""
+    return (
+        F.when(command.isin(*ROW_COMMANDS), F.lit("ROW"))
+        .when(command.isin(*DIRECTIVE_COMMANDS), F.lit("DIRECTIVE"))
+        .otherwise(F.lit("DDL"))
+    )

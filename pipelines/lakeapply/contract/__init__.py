@@ -1,0 +1,1 @@
+"""The public contracts: the LCR format, Oracle types and destination table definitions."""

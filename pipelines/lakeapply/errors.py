@@ -1,0 +1,35 @@
+"""The one exception hierarchy of lakeapply.
+
+Every error a user can meet derives from :class:`LakeapplyError`, so callers (the CLI, jobs,
+tests) catch one root and print one clear message.
+"""
+
+from __future__ import annotations
+
+
+class LakeapplyError(Exception):
+    """Root of every lakeapply error."""
+
+
+class ConfigurationError(LakeapplyError):
+    """A configuration file, table definition or admin call is invalid."""
+
+
+class EnvironmentSetupError(LakeapplyError):
+    """The runtime (Java, Delta jars, Spark) cannot be set up."""
+
+
+class InvalidIdentifierError(ConfigurationError):
+    """An owner, table or column name is not a valid identifier."""
+
+
+class IngestError(LakeapplyError):
+    """The landing folder cannot be ingested (not bad lines: those are quarantined)."""
+
+
+class ApplyError(LakeapplyError):
+    """An apply process cannot run (not LCR errors: those go to the error queue)."""
+
+
+class ApplyAbortedError(ApplyError):
+    """The apply process is ABORTED after an error with disable_on_error = Y."""

@@ -1,0 +1,1 @@
+"""Runtime: the Spark session, the warehouse layout and settings shared by every stage."""

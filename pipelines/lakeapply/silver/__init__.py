@@ -1,0 +1,1 @@
+"""Silver: the apply process that maintains destination tables from bronze LCRs."""

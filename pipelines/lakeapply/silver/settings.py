@@ -1,0 +1,109 @@
+"""The effective settings of an apply process: typed, frozen, validated in one place.
+
+They come from ``lakeapply.yml`` (declarative) and from the DBMS_APPLY_ADM-like API (imperative) and
+live in the Delta dictionary tables; the engine and the tests' reference applier both read this form.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from lakeapply.contract.table_definitions import TableDefinition
+from lakeapply.errors import ConfigurationError
+
+
+class CommitSerialization(StrEnum):
+    FULL = "FULL"
+    DEPENDENT_TRANSACTIONS = "DEPENDENT_TRANSACTIONS"
+
+
+class ConflictResolution(StrEnum):
+    """Oracle's prebuilt update conflict handlers."""
+
+    OVERWRITE = "OVERWRITE"
+    DISCARD = "DISCARD"
+    MAXIMUM = "MAXIMUM"
+    MINIMUM = "MINIMUM"
+
+
+@dataclass(frozen=True)
+class UpdateConflictHandler:
+    """SET_UPDATE_CONFLICT_HANDLER: a column group resolved by one method."""
+
+    method: ConflictResolution
+    column_list: tuple[str, ...]
+    resolution_column: str
+
+    def __post_init__(self) -> None:
+        if self.resolution_column not in self.column_list:
+            raise ConfigurationError(
+                f"update conflict handler: resolution column {self.resolution_column!r} "
+                f"must be one of the column list {list(self.column_list)}"
+            )
+
+
+@dataclass(frozen=True)
+class DestinationTable:
+    """One source object applied into one silver table."""
+
+    source_database: str
+    definition: TableDefinition
+    silver_table: str
+    key_columns: tuple[str, ...] = ()  # substitute key (SET_KEY_COLUMNS); empty: none
+    instantiation_scn: int | None = None
+    ignore_scn: int | None = None
+    # COMPARE_OLD_VALUES(..., compare => FALSE): (column, operation) pairs not compared.
+    uncompared_columns: frozenset[tuple[str, str]] = frozenset()
+    update_conflict_handlers: tuple[UpdateConflictHandler, ...] = ()
+
+    @property
+    def source_object(self) -> tuple[str, str, str]:
+        return (self.source_database, self.definition.owner, self.definition.name)
+
+    @property
+    def effective_key(self) -> tuple[str, ...]:
+        return self.definition.key_columns(self.key_columns)
+
+    def handler_for(self, column: str) -> UpdateConflictHandler | None:
+        for handler in self.update_conflict_handlers:
+            if column in handler.column_list:
+                return handler
+        return None
+
+
+@dataclass(frozen=True)
+class ApplySettings:
+    """Everything one apply process needs to apply a cycle."""
+
+    apply_name: str
+    source_databases: tuple[str, ...]
+    tables: tuple[DestinationTable, ...]
+    commit_serialization: CommitSerialization = CommitSerialization.FULL
+    disable_on_error: bool = True
+    discard_tagged: bool = False  # tag rule: discard LCRs whose tag is not NULL
+    # (source_database, owner) -> SCN and source_database -> SCN (SET_SCHEMA/GLOBAL_INSTANTIATION_SCN)
+    schema_instantiation_scns: tuple[tuple[str, str, int], ...] = ()
+    global_instantiation_scns: tuple[tuple[str, int], ...] = ()
+    max_cycle_batches: int = 100
+    max_error_passes: int = 8
+    extra: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+    def table_for(self, source_database: str, owner: str, name: str) -> DestinationTable | None:
+        for table in self.tables:
+            if table.source_object == (source_database, owner, name):
+                return table
+        return None
+
+    def instantiation_scn_for(self, source_database: str, owner: str, name: str) -> int | None:
+        """Table level first; schema and global levels fill in (apply-semantics rule 3)."""
+        table = self.table_for(source_database, owner, name)
+        if table is not None and table.instantiation_scn is not None:
+            return table.instantiation_scn
+        for database, schema_owner, scn in self.schema_instantiation_scns:
+            if (database, schema_owner) == (source_database, owner):
+                return scn
+        for database, scn in self.global_instantiation_scns:
+            if database == source_database:
+                return scn
+        return None

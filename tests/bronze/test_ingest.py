@@ -1,0 +1,212 @@
+"""Bronze ingest: lossless, precise quarantine reasons, exactly once."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from chispa import assert_df_equality
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from lakeapply.bronze.ingest import SimulatedCrash, ingest
+from lakeapply.landing.generator import WorkloadSpec, write_workload
+from lakeapply.runtime.catalog import Catalog
+
+INSERT = {
+    "source_database_name": "ORCL",
+    "command_type": "INSERT",
+    "object_owner": "US03",
+    "object_name": "STUDENT",
+    "transaction_id": "4.11.854",
+    "scn": 1621214,
+    "new_values": [{"column_name": "STUDENT_KEY", "data_type": "NUMBER", "value": "1011"}],
+}
+COMMIT = {
+    "source_database_name": "ORCL",
+    "command_type": "COMMIT",
+    "transaction_id": "4.11.854",
+    "scn": 1621215,
+}
+
+
+def line(record: dict[str, object]) -> str:
+    return json.dumps(record) + "\n"
+
+
+def with_(**changes: object) -> dict[str, object]:
+    record = dict(INSERT)
+    record.update(changes)
+    return {k: v for k, v in record.items() if v is not None}
+
+
+def bronze(spark: SparkSession, catalog: Catalog) -> tuple[int, int]:
+    return (
+        spark.table(catalog.bronze_table("lcr")).count(),
+        spark.table(catalog.bronze_table("quarantine")).count(),
+    )
+
+
+def test_valid_lcrs_land_in_bronze_with_their_lineage(spark, catalog, landing: Path) -> None:
+    first, second = line(INSERT), line(COMMIT)
+    (landing / "a.jsonl").write_text(first + second)
+
+    report = ingest(spark, catalog, landing)
+
+    actual = spark.table(catalog.bronze_table("lcr")).select(
+        "command_type", "lcr_kind", "line_number", "byte_offset", "ingest_batch_id"
+    )
+    expected = spark.createDataFrame(
+        [("INSERT", "ROW", 1, 0, 1), ("COMMIT", "DIRECTIVE", 2, len(first.encode()), 1)],
+        actual.schema,
+    )
+    assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
+    assert report.lines == 2
+    assert report.bronze_rows == 2
+
+
+BAD_LINES = [
+    ("{not json", None, "not a JSON object"),
+    ("   ", None, "empty line"),
+    ("[1, 2]", None, "not a JSON object"),
+    (json.dumps(with_(source_database_name=None)), "source_database_name", "required field"),
+    (json.dumps(with_(transaction_id=None)), "transaction_id", "required field"),
+    (json.dumps(with_(scn="abc")), "scn", "must be an integer"),
+    (json.dumps(with_(command_type="MERGE")), "command_type", "must be one of"),
+    (json.dumps(with_(transaction_id="4.11")), "transaction_id", "usn.slot.sqn"),
+    (json.dumps(with_(new_values=None)), "new_values", "requires field 'new_values'"),
+    (json.dumps(with_(command_type="DELETE", new_values=None)), "old_values", "requires"),
+    (json.dumps(with_(object_owner=None)), "object_owner", "requires field"),
+    (json.dumps(with_(object_name='BAD"NAME')), "object_name", "must be an identifier"),
+    (json.dumps(with_(new_values=[1, 2])), "new_values", "array of column values"),
+    (
+        json.dumps(with_(new_values=[{"data_type": "NUMBER", "value": "1"}])),
+        "new_values",
+        "new_values[0].column_name",
+    ),
+    (
+        json.dumps(with_(new_values=[{"column_name": "A", "data_type": "INT", "value": "1"}])),
+        "new_values",
+        "new_values[0].data_type must be one of",
+    ),
+    (json.dumps(with_(source_time="yesterday")), "source_time", "ISO-8601"),
+    (
+        json.dumps(
+            {
+                **COMMIT,
+                "command_type": "ALTER TABLE",
+                "object_owner": "US03",
+                "object_name": "STUDENT",
+            }
+        ),
+        "ddl_text",
+        "requires field 'ddl_text'",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def quarantined(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> dict[int, object]:
+    """One ingest of a file holding every kind of bad line (one Spark ingest, not one per case)."""
+    landing = tmp_path_factory.mktemp("bad_landing")
+    texts = [line(INSERT)] + [text + "\n" for text, _, _ in BAD_LINES]
+    (landing / "bad.jsonl").write_text("".join(texts))
+    catalog = Catalog("quarantine_cases")
+    ingest(spark, catalog, landing)
+    assert bronze(spark, catalog) == (1, len(BAD_LINES))
+    return {r.line_number: r for r in spark.table(catalog.bronze_table("quarantine")).collect()}
+
+
+@pytest.mark.parametrize(("index", "case"), list(enumerate(BAD_LINES)))
+def test_each_bad_line_is_quarantined_with_the_field_and_reason(
+    quarantined: dict[int, object], index: int, case: tuple[str, str | None, str]
+) -> None:
+    text, field, reason_part = case
+    row = quarantined[index + 2]
+    assert (row.raw_line, row.field) == (text, field)  # type: ignore[attr-defined]
+    assert reason_part in row.reason  # type: ignore[attr-defined]
+
+
+def test_an_incomplete_last_line_waits_for_the_next_run(spark, catalog, landing: Path) -> None:
+    path = landing / "growing.jsonl"
+    whole = line(COMMIT)
+    path.write_text(line(INSERT) + whole[:20])
+
+    first = ingest(spark, catalog, landing)
+    with path.open("a") as handle:
+        handle.write(whole[20:])
+    second = ingest(spark, catalog, landing)
+
+    assert (first.lines, second.lines) == (1, 1)
+    rows = spark.table(catalog.bronze_table("lcr")).orderBy("line_number").collect()
+    assert [(r.command_type, r.line_number, r.ingest_batch_id) for r in rows] == [
+        ("INSERT", 1, 1),
+        ("COMMIT", 2, 2),
+    ]
+    assert rows[1].byte_offset == len(line(INSERT).encode())
+
+
+def test_re_running_ingest_adds_nothing(spark, catalog, landing: Path) -> None:
+    (landing / "a.jsonl").write_text(line(INSERT) + "oops\n" + line(COMMIT))
+
+    ingest(spark, catalog, landing)
+    again = ingest(spark, catalog, landing)
+
+    assert again.batch_id is None
+    assert bronze(spark, catalog) == (2, 1)
+
+
+@pytest.mark.parametrize("crash_after", ["plan", "lcr", "quarantine"])
+def test_a_crash_between_writes_then_a_rerun_loses_and_duplicates_nothing(
+    spark, catalog, landing: Path, crash_after: str
+) -> None:
+    path = landing / "a.jsonl"
+    path.write_text(line(INSERT) + "oops\n")
+    with pytest.raises(SimulatedCrash):
+        ingest(spark, catalog, landing, crash_after=crash_after)
+    # The file grows while the ingest is down: the resumed batch keeps its planned range.
+    with path.open("a") as handle:
+        handle.write(line(COMMIT))
+
+    resumed = ingest(spark, catalog, landing)
+    follow_up = ingest(spark, catalog, landing)
+
+    assert resumed.resumed
+    assert (resumed.lines, follow_up.lines) == (2, 1)
+    assert bronze(spark, catalog) == (2, 1)
+
+
+def test_gzip_files_are_read_whole(spark, catalog, landing: Path) -> None:
+    (landing / "a.jsonl.gz").write_bytes(gzip.compress((line(INSERT) + line(COMMIT)).encode()))
+
+    report = ingest(spark, catalog, landing)
+
+    assert (report.lines, report.bronze_rows) == (2, 2)
+
+
+def test_lines_in_landing_equal_bronze_plus_quarantine_for_a_generated_workload(
+    spark, catalog, landing: Path
+) -> None:
+    workload = write_workload(
+        WorkloadSpec(
+            seed=3, transactions=300, source_databases=("DB1.X", "DB2.X"), bad_line_ratio=0.02
+        ),
+        landing,
+    )
+    (landing / "DB1_X").mkdir(exist_ok=True)
+
+    ingest(spark, catalog, landing)
+
+    lcrs, quarantined = bronze(spark, catalog)
+    assert lcrs + quarantined == workload.line_count
+    assert quarantined == workload.bad_line_count
+    sources = {
+        r[0]
+        for r in spark.table(catalog.bronze_table("lcr"))
+        .select(F.col("source_database_name"))
+        .distinct()
+        .collect()
+    }
+    assert {"DB1.X", "DB2.X"} <= sources

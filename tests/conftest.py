@@ -1,0 +1,40 @@
+"""One SparkSession for the whole suite (starting Spark costs ~10 s), on a throwaway warehouse."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from lakeapply.runtime.catalog import Catalog
+from lakeapply.runtime.session import LocalSparkSettings, get_spark
+
+_catalog_numbers = itertools.count(1)
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
+    warehouse = tmp_path_factory.mktemp("warehouse")
+    session = get_spark(
+        LocalSparkSettings(
+            warehouse, shuffle_partitions=2, snapshot_partitions=1, driver_memory="3g"
+        )
+    )
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def catalog() -> Catalog:
+    """A fresh set of databases per test, so tests never see each other's tables."""
+    return Catalog(f"t{next(_catalog_numbers)}")
+
+
+@pytest.fixture
+def landing(tmp_path: Path) -> Path:
+    folder = tmp_path / "landing"
+    folder.mkdir()
+    return folder

@@ -1,0 +1,823 @@
+"""The row-at-a-time reference applier: the test oracle of the silver apply.
+
+It follows ../shared/spec/apply-semantics.md rule by rule ("rule N" below): it applies committed
+transactions one at a time in commit-SCN order, and the LCRs of a transaction one at a time, to
+plain Python dictionaries. Nothing here is fast; everything here should be obviously right. The
+engine (set-based, on Delta) must end in the same tables, error queue, counters and watermarks.
+
+Decisions taken where the spec is silent; the code marks each place with its number:
+
+D1  A transaction is committed when its COMMIT has landed; its CSCN is the COMMIT's ``scn``. A
+    transaction made only of DDL LCRs that carry ``commit_scn`` is committed at that SCN without a
+    COMMIT (lcr-contract, "DDL LCRs"). Row LCRs carrying ``commit_scn`` still wait for their COMMIT.
+    A ROLLBACK wins over a COMMIT of the same transaction.
+D2  The *messages* of a transaction (the rows of DBA_APPLY_ERROR_MESSAGES, MESSAGE_NUMBER and
+    MESSAGE_COUNT) are its row LCRs that pass the rules of rule 2 (source database, destination
+    table, tag), in apply order, including those the instantiation SCN then discards. Directives,
+    DDL LCRs and LCRs the rules filter out are not messages: Oracle moves "the LCRs in the
+    transaction that should be applied according to the apply process rule sets" to the error queue.
+D3  Every committed transaction processed ends as exactly one of: an error transaction; ignored
+    (at least one message discarded by the instantiation SCN, nothing applied, no DDL); applied
+    (everything else, including a transaction left empty by the rules and a DDL transaction).
+D4  ``received`` counts every LCR (row, DDL, directive) of the apply's source databases, open and
+    rolled-back transactions included. ``rolled_back`` counts every rolled-back transaction of
+    those sources, also when the apply aborted before reaching its SCN.
+D5  Checks on one row LCR, in this order: 26687 no instantiation SCN (rule 3); 26688 key column
+    absent from the key image (rule 5); 00904 unknown column, old image then new image (rule 6);
+    conversions, old image then new image, in LCR order (rule 6); then per command: INSERT:
+    defaults, 01400, 00001; UPDATE: 26787, 26786 unless handled, 01407, 00001 when the row moves
+    onto an existing key; DELETE: 26787, 26786 (rule 7). A command reads only the images it uses:
+    INSERT ``new_values``, DELETE ``old_values``, UPDATE both.
+D6  Uniqueness is checked on the effective key only (substitute key, else primary key, else ...):
+    other primary/unique keys of the definition are not enforced, and the effective key is unique
+    even when it is a substitute or all-columns key (where Oracle itself enforces nothing).
+D7  Update conflict handlers: a conflicting column triggers the handler whose column list holds it;
+    the handler decides for its whole group. MAXIMUM/MINIMUM take the LCR's values only when the
+    LCR's resolution value is strictly greater/smaller than the destination's; equal or NULL on
+    either side keeps the destination's values (a SQL comparison that is not TRUE). A
+    resolution column found in neither ``new_values`` nor ``old_values`` leaves the conflict
+    unresolved (26786). The 26786 message lists every conflicting column.
+D8  Conversions (``convert_value``): NUMBER text may have blanks around it and an exponent; a
+    JSON number is read through its shortest repr. Unconstrained NUMBER is DECIMAL(38,10), so
+    more than 28 integer digits is 01438. BINARY_FLOAT/DOUBLE accept finite numbers only; an
+    overflow is 01426. CHAR/NCHAR(n) are blank-padded to n, as Oracle stores them; lengths count
+    characters (code points). Numbers into character columns become their plain decimal text.
+    DATE/TIMESTAMP: Python's ISO-8601 parser, fractions beyond microseconds truncated; a value with
+    an offset keeps its wall-clock time (CAST to TIMESTAMP); bad text is 01858. TIMESTAMP WITH
+    (LOCAL) TIME ZONE: a value without an offset is UTC; stored as an aware UTC datetime. INTERVAL
+    values are kept as canonical text: YEAR TO MONTH ``+YY-MM``, DAY TO SECOND
+    ``+DD HH:MI:SS.FFFFFF`` (Oracle's display format), from Oracle literals (``-1-6``,
+    ``2 03:04:05.5``) or ISO-8601 durations (``P1Y6M``, ``-P2DT3H``); bad text is 01867. RAW/BLOB:
+    an even number of hex digits, else 01465; RAW(n) longer than n bytes is 12899.
+D9  ``initial_rows``: a missing column is NULL (a copy, not an insert: no default); a duplicate
+    key or an unknown column or silver table is a ValueError.
+D10 DDL LCRs obey the tag rule only (no table rule, no instantiation SCN) and are recorded in
+    ``ddl`` when their transaction is applied; they never change the tables here.
+D11 LOB piecewise commands (LOB WRITE/ERASE/TRIM) are not modelled: NotImplementedError.
+D12 Malformed input beyond the JSON Schema's reach (a column twice in one image, two COMMITs
+    with different SCNs) is a ValueError, not a guess.
+
+Commit serialization: only FULL is modelled. A DEPENDENT_TRANSACTIONS apply may reuse these
+results: applying one transaction at a time in CSCN order is one valid DEPENDENT_TRANSACTIONS
+schedule, and both settings must end in the same tables (rule 4); only the watermarks of a
+DEPENDENT run may lag (low <= these <= high).
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from decimal import MAX_EMAX, MIN_EMIN, ROUND_HALF_UP, Context, Decimal
+from typing import Any
+
+from lakeapply.contract.oracle_types import (
+    MAX_DECIMAL_PRECISION,
+    UNCONSTRAINED_NUMBER_SCALE,
+    TypeFamily,
+)
+from lakeapply.contract.table_definitions import ColumnDefinition, TableDefinition
+from lakeapply.silver.settings import (
+    ApplySettings,
+    ConflictResolution,
+    DestinationTable,
+    UpdateConflictHandler,
+)
+
+ROW_COMMANDS = ("INSERT", "UPDATE", "DELETE")
+LOB_COMMANDS = ("LOB WRITE", "LOB ERASE", "LOB TRIM")
+DIRECTIVES = ("COMMIT", "ROLLBACK")
+
+Key = tuple[Any, ...]
+Row = dict[str, Any]
+Tables = dict[str, dict[Key, Row]]
+
+
+class ApplyRowError(Exception):
+    """A row LCR cannot be applied: ``error_number`` is the Oracle error (1 for ORA-00001) and
+    ``text`` the full message, ``ORA-nnnnn: ...``."""
+
+    def __init__(self, error_number: int, text: str) -> None:
+        super().__init__(text)
+        self.error_number = error_number
+        self.text = text
+
+
+def _ora(error_number: int, text: str) -> ApplyRowError:
+    return ApplyRowError(error_number, f"ORA-{error_number:05d}: {text}")
+
+
+@dataclass(frozen=True)
+class ErrorTransaction:
+    """One error transaction (DBA_APPLY_ERROR and its DBA_APPLY_ERROR_MESSAGES)."""
+
+    source_database: str
+    source_transaction_id: str
+    source_commit_scn: int
+    message_number: int  # 1-based position of the failing message (D2)
+    error_number: int  # 1 for ORA-00001, 26786 for ORA-26786, ...
+    error_message: str  # "ORA-00001: unique constraint (US03.STUDENT) violated, key (...)=(...)"
+    message_count: int  # number of messages of the transaction (D2)
+    lcrs: tuple[dict[str, Any], ...]  # the messages, in apply order
+
+
+@dataclass
+class ReferenceResult:
+    """Everything an apply run leaves behind."""
+
+    tables: Tables  # silver_table -> key tuple -> row {column: python value}
+    errors: list[ErrorTransaction]  # in apply (CSCN) order
+    applied_transactions: list[tuple[str, str]]  # (source_database, transaction_id)
+    counters: dict[str, int]  # received, applied, ignored, rolled_back, errors
+    low_watermark: dict[str, int | None]  # per source database
+    high_watermark: dict[str, int | None]
+    oldest_scn: dict[str, int | None]
+    aborted: bool = False  # disable_on_error = Y stopped the apply at an error
+    ddl: list[dict[str, Any]] = field(default_factory=list)  # DDL LCRs of applied transactions
+
+
+# --------------------------------------------------------------------------------------------
+# Type conversion (rule 6: "convert when the value converts exactly ... when it does not, error")
+# --------------------------------------------------------------------------------------------
+
+_NUMBER_TEXT = re.compile(r"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*")
+_HEX_TEXT = re.compile(r"([0-9A-Fa-f]{2})*")
+# Wide enough that parsing and quantizing never round or overflow by themselves.
+_DECIMAL_CONTEXT = Context(prec=200, rounding=ROUND_HALF_UP, Emax=MAX_EMAX, Emin=MIN_EMIN)
+
+
+def convert_value(column: ColumnDefinition, raw: str | int | float | None) -> Any:
+    """Convert one LCR value (contract form) to the Python value of the destination column.
+
+    Raises ApplyRowError with the Oracle error when the value does not convert exactly (D8)."""
+    if raw is None:
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, str | int | float):
+        raise TypeError(f"column {column.name}: {raw!r} is not an LCR value (string or number)")
+    family = column.oracle_type.family
+    if family is TypeFamily.NUMBER:
+        return _to_number(column, raw)
+    if family is TypeFamily.FLOAT:
+        return _to_float(column, raw)
+    if family in (TypeFamily.CHARACTER, TypeFamily.LOB_CHARACTER):
+        return _to_character(column, raw)
+    if family in (TypeFamily.DATETIME, TypeFamily.DATETIME_TZ):
+        return _to_datetime(column, raw)
+    if family is TypeFamily.INTERVAL_YM:
+        return _to_interval_year_to_month(column, raw)
+    if family is TypeFamily.INTERVAL_DS:
+        return _to_interval_day_to_second(column, raw)
+    return _to_binary(column, raw)  # BINARY, LOB_BINARY
+
+
+def _number_text(raw: str | int | float) -> str:
+    return raw if isinstance(raw, str) else repr(raw)
+
+
+def _to_number(column: ColumnDefinition, raw: str | int | float) -> Decimal:
+    text = _number_text(raw)
+    if not _NUMBER_TEXT.fullmatch(text):
+        raise _ora(1722, f"invalid number: column {column.name} value {text!r}")
+    value = Decimal(text.strip())
+    precision = column.oracle_type.precision
+    scale = column.oracle_type.scale or 0
+    if precision is None:  # NUMBER, FLOAT(b): stored as DECIMAL(38,10) (oracle_types docstring)
+        precision, scale = MAX_DECIMAL_PRECISION, UNCONSTRAINED_NUMBER_SCALE
+    too_large = _ora(
+        1438,
+        f"value larger than specified precision allowed for this column: column {column.name} "
+        f"value {text.strip()!r} (precision {precision}, scale {scale})",
+    )
+    # At most precision - scale digits before the point; checked before rounding (so that
+    # quantize never works on absurd exponents) and after it (9.995 -> 10.00).
+    if value != 0 and value.adjusted() >= precision - scale:
+        raise too_large
+    rounded = value.quantize(Decimal(1).scaleb(-scale), context=_DECIMAL_CONTEXT)
+    if rounded != 0 and rounded.adjusted() >= precision - scale:
+        raise too_large
+    return rounded.copy_abs() if rounded == 0 else rounded  # no negative zero
+
+
+def _to_float(column: ColumnDefinition, raw: str | int | float) -> float:
+    text = _number_text(raw)
+    if not _NUMBER_TEXT.fullmatch(text):
+        raise _ora(1722, f"invalid number: column {column.name} value {text!r}")
+    value = float(text.strip())
+    overflow = _ora(1426, f"numeric overflow: column {column.name} value {text.strip()!r}")
+    if column.oracle_type.name == "BINARY_FLOAT":  # a 32-bit float, as the Delta FLOAT column
+        try:
+            value = float(struct.unpack("f", struct.pack("f", value))[0])
+        except OverflowError:  # (older Pythons raise; newer ones round to infinity)
+            raise overflow from None
+    if value in (float("inf"), float("-inf")):
+        raise overflow
+    return value
+
+
+def _plain_decimal_text(value: Decimal) -> str:
+    """1E+2 -> '100', 1.50 -> '1.5': how Oracle shows a number converted to text."""
+    text = format(value, "f")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text
+
+
+def _to_character(column: ColumnDefinition, raw: str | int | float) -> str:
+    text = raw if isinstance(raw, str) else _plain_decimal_text(Decimal(repr(raw)))
+    length = column.oracle_type.length
+    if column.oracle_type.family is TypeFamily.CHARACTER and length is not None:
+        if len(text) > length:
+            raise _ora(
+                12899,
+                f'value too large for column "{column.name}" (actual: {len(text)}, '
+                f"maximum: {length})",
+            )
+        if column.oracle_type.name in ("CHAR", "NCHAR"):
+            text = text.ljust(length)  # D8: CHAR is blank-padded
+    return text
+
+
+def _to_datetime(column: ColumnDefinition, raw: str | int | float) -> datetime:
+    bad = _ora(
+        1858,
+        "a non-numeric character was found where a numeric was expected: "
+        f"column {column.name} value {raw!r} is not an ISO-8601 date/time",
+    )
+    if not isinstance(raw, str):
+        raise bad
+    try:
+        value = datetime.fromisoformat(raw.strip())
+    except ValueError:
+        raise bad from None
+    if column.oracle_type.family is TypeFamily.DATETIME:
+        return value.replace(tzinfo=None)  # D8: wall-clock time, as CAST(... AS TIMESTAMP)
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)  # D8: no offset means UTC
+    return value.astimezone(UTC)
+
+
+_YM_LITERAL = re.compile(r"([+-])?(\d+)-(\d+)")
+_YM_ISO = re.compile(r"(-)?P(?=\d)(?:(\d+)Y)?(?:(\d+)M)?")
+_DS_LITERAL = re.compile(r"([+-])?(\d+) (\d{1,2}):(\d{1,2}):(\d{1,2})(?:\.(\d{1,9}))?")
+_DS_ISO = re.compile(
+    r"(-)?P(?=\d|T\d)(?:(\d+)D)?(?:T(?=\d)(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)(?:\.(\d{1,9}))?S)?)?"
+)
+
+
+def _invalid_interval(column: ColumnDefinition, raw: str | int | float) -> ApplyRowError:
+    return _ora(1867, f"the interval is invalid: column {column.name} value {raw!r}")
+
+
+def _to_interval_year_to_month(column: ColumnDefinition, raw: str | int | float) -> str:
+    text = raw.strip() if isinstance(raw, str) else ""
+    literal = _YM_LITERAL.fullmatch(text)
+    iso = _YM_ISO.fullmatch(text)
+    if literal:
+        negative = literal.group(1) == "-"
+        years, months = int(literal.group(2)), int(literal.group(3))
+        if months > 11:
+            raise _invalid_interval(column, raw)
+    elif iso:
+        negative = iso.group(1) == "-"
+        total = int(iso.group(2) or 0) * 12 + int(iso.group(3) or 0)
+        years, months = divmod(total, 12)
+    else:
+        raise _invalid_interval(column, raw)
+    sign = "-" if negative and (years or months) else "+"
+    return f"{sign}{years:02d}-{months:02d}"
+
+
+def _to_interval_day_to_second(column: ColumnDefinition, raw: str | int | float) -> str:
+    text = raw.strip() if isinstance(raw, str) else ""
+    literal = _DS_LITERAL.fullmatch(text)
+    iso = _DS_ISO.fullmatch(text)
+    if literal:
+        negative = literal.group(1) == "-"
+        days, hours, minutes, seconds = (int(literal.group(i)) for i in range(2, 6))
+        fraction = literal.group(6) or ""
+        if hours > 23 or minutes > 59 or seconds > 59:
+            raise _invalid_interval(column, raw)
+    elif iso:
+        negative = iso.group(1) == "-"
+        days, hours, minutes, seconds = (int(iso.group(i) or 0) for i in range(2, 6))
+        fraction = iso.group(6) or ""
+    else:
+        raise _invalid_interval(column, raw)
+    micros = int(fraction[:6].ljust(6, "0"))  # microsecond precision, extra digits truncated
+    total = (((days * 24 + hours) * 60 + minutes) * 60 + seconds) * 1_000_000 + micros
+    days, rest = divmod(total, 86_400 * 1_000_000)
+    hours, rest = divmod(rest, 3_600 * 1_000_000)
+    minutes, rest = divmod(rest, 60 * 1_000_000)
+    seconds, micros = divmod(rest, 1_000_000)
+    sign = "-" if negative and total else "+"
+    return f"{sign}{days:02d} {hours:02d}:{minutes:02d}:{seconds:02d}.{micros:06d}"
+
+
+def _to_binary(column: ColumnDefinition, raw: str | int | float) -> bytes:
+    if not isinstance(raw, str) or not _HEX_TEXT.fullmatch(raw):
+        raise _ora(1465, f"invalid hex number: column {column.name} value {raw!r}")
+    value = bytes.fromhex(raw)
+    length = column.oracle_type.length
+    if (
+        column.oracle_type.family is TypeFamily.BINARY
+        and length is not None
+        and len(value) > length
+    ):
+        raise _ora(
+            12899,
+            f'value too large for column "{column.name}" (actual: {len(value)}, maximum: {length})',
+        )
+    return value
+
+
+# --------------------------------------------------------------------------------------------
+# Transactions (rules 1 and 4)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Transaction:
+    source_database: str
+    transaction_id: str
+    lcrs: list[tuple[int, dict[str, Any]]] = field(default_factory=list)  # (arrival, LCR)
+    first_scn: int | None = None  # the smallest scn of any of its LCRs
+    commit_scns: set[int] = field(default_factory=set)  # scn of its COMMIT(s)
+    rolled_back: bool = False
+
+    @property
+    def commit_scn(self) -> int | None:
+        """The CSCN, or None while the transaction is open or when it rolled back (D1)."""
+        if self.rolled_back:
+            return None
+        if len(self.commit_scns) > 1:
+            raise ValueError(
+                f"transaction {self.source_database}/{self.transaction_id}: COMMITs at "
+                f"different SCNs {sorted(self.commit_scns)}"
+            )
+        if self.commit_scns:
+            return next(iter(self.commit_scns))
+        # D1: a DDL-only transaction whose LCRs carry their commit_scn needs no COMMIT.
+        ddl_commit_scns: set[int | None] = {lcr.get("commit_scn") for _, lcr in self.lcrs}
+        if not self.lcrs or not all(_is_ddl(lcr) for _, lcr in self.lcrs):
+            return None
+        if len(ddl_commit_scns) > 1:
+            raise ValueError(
+                f"transaction {self.source_database}/{self.transaction_id}: DDL LCRs with "
+                f"different commit_scn {ddl_commit_scns}"
+            )
+        return ddl_commit_scns.pop()
+
+    def ordered_lcrs(self) -> list[dict[str, Any]]:
+        """Rule 4: within a transaction, LCRs in (scn, position, arrival) order."""
+        ordered = sorted(
+            self.lcrs, key=lambda item: (item[1]["scn"], item[1].get("position") or "", item[0])
+        )
+        return [lcr for _, lcr in ordered]
+
+
+def _is_ddl(lcr: dict[str, Any]) -> bool:
+    return lcr["command_type"] not in ROW_COMMANDS + LOB_COMMANDS + DIRECTIVES
+
+
+def _group_transactions(
+    settings: ApplySettings, lcrs: Iterable[dict[str, Any]]
+) -> tuple[list[_Transaction], int]:
+    """Rule 1: group the apply's LCRs by (source database, transaction id). Returns the
+    transactions (in first-arrival order) and the number of LCRs received (D4)."""
+    transactions: dict[tuple[str, str], _Transaction] = {}
+    received = 0
+    for arrival, lcr in enumerate(lcrs):
+        database = lcr["source_database_name"]
+        if database not in settings.source_databases:
+            continue  # another apply's source: never received by this one
+        received += 1
+        key = (database, lcr["transaction_id"])
+        transaction = transactions.setdefault(key, _Transaction(*key))
+        scn: int = lcr["scn"]
+        transaction.first_scn = (
+            scn if transaction.first_scn is None else min(transaction.first_scn, scn)
+        )
+        if lcr["command_type"] == "COMMIT":
+            transaction.commit_scns.add(scn)
+        elif lcr["command_type"] == "ROLLBACK":
+            transaction.rolled_back = True
+        else:
+            transaction.lcrs.append((arrival, lcr))
+    return list(transactions.values()), received
+
+
+# --------------------------------------------------------------------------------------------
+# The apply
+# --------------------------------------------------------------------------------------------
+
+
+def reference_apply(
+    settings: ApplySettings,
+    lcrs: Iterable[dict[str, Any]],
+    initial_rows: Mapping[str, Iterable[dict[str, Any]]] | None = None,
+) -> ReferenceResult:
+    """Apply ``lcrs`` (contract dicts, in arrival order) to destination tables that start with
+    ``initial_rows`` (silver table -> rows, raw LCR text or Python values), as one apply run."""
+    transactions, received = _group_transactions(settings, lcrs)
+    databases = settings.source_databases
+    result = ReferenceResult(
+        tables=_initial_tables(settings, initial_rows or {}),
+        errors=[],
+        applied_transactions=[],
+        counters={
+            "received": received,
+            "applied": 0,
+            "ignored": 0,
+            "rolled_back": sum(1 for t in transactions if t.rolled_back),  # D4
+            "errors": 0,
+        },
+        low_watermark=dict.fromkeys(databases),
+        high_watermark=dict.fromkeys(databases),
+        oldest_scn=dict.fromkeys(databases),
+    )
+    # Rule 1: only committed transactions; rule 4: one by one in CSCN order.
+    committed = sorted(
+        (t for t in transactions if t.commit_scn is not None),
+        key=lambda t: (t.commit_scn, t.source_database, t.transaction_id),
+    )
+    not_fully_applied = [t for t in transactions if not t.rolled_back and t.commit_scn is None]
+    for index, transaction in enumerate(committed):
+        outcome = _apply_transaction(settings, result.tables, transaction)
+        if isinstance(outcome, ErrorTransaction):
+            # Rule 8: none of it is applied (its staged tables are dropped); it goes to the queue.
+            result.errors.append(outcome)
+            result.counters["errors"] += 1
+            if settings.disable_on_error:
+                result.aborted = True  # nothing from here on is applied
+                not_fully_applied += committed[index:]
+                break
+        elif outcome.ignored:
+            result.counters["ignored"] += 1  # D3
+        else:
+            result.tables = outcome.tables
+            result.counters["applied"] += 1
+            result.applied_transactions.append(
+                (transaction.source_database, transaction.transaction_id)
+            )
+            result.ddl += outcome.ddl
+        # Rule 9, FULL: applied transactions are a prefix of CSCN order, low = high watermark.
+        result.low_watermark[transaction.source_database] = transaction.commit_scn
+        result.high_watermark[transaction.source_database] = transaction.commit_scn
+    # Rule 9: oldest SCN = the earliest SCN of transactions not yet fully applied (open ones,
+    # and after an abort the failing one and everything committed after it).
+    for transaction in not_fully_applied:
+        database, first_scn = transaction.source_database, transaction.first_scn
+        assert first_scn is not None
+        oldest = result.oldest_scn[database]
+        result.oldest_scn[database] = first_scn if oldest is None else min(oldest, first_scn)
+    return result
+
+
+@dataclass
+class _Applied:
+    tables: Tables
+    ignored: bool
+    ddl: list[dict[str, Any]]
+
+
+def _passes_rules(settings: ApplySettings, database: str, lcr: dict[str, Any]) -> bool:
+    """Rule 2: the tag rule, then the table rules (a row LCR needs a destination table)."""
+    if settings.discard_tagged and lcr.get("tag") is not None:
+        return False
+    if _is_ddl(lcr):
+        return True  # D10
+    return settings.table_for(database, lcr["object_owner"], lcr["object_name"]) is not None
+
+
+def _apply_transaction(
+    settings: ApplySettings, tables: Tables, transaction: _Transaction
+) -> _Applied | ErrorTransaction:
+    """Apply one committed transaction to a copy of ``tables``: the copy, or the error."""
+    database = transaction.source_database
+    commit_scn = transaction.commit_scn
+    assert commit_scn is not None
+    passed = [lcr for lcr in transaction.ordered_lcrs() if _passes_rules(settings, database, lcr)]
+    messages = [lcr for lcr in passed if not _is_ddl(lcr)]  # D2
+    ddl = [lcr for lcr in passed if _is_ddl(lcr)]
+    # Copy-on-write: rows are never changed in place, so copying each table's dict is enough.
+    staged = {name: dict(rows) for name, rows in tables.items()}
+    discarded = applied = 0
+    for number, lcr in enumerate(messages, start=1):
+        table = settings.table_for(database, lcr["object_owner"], lcr["object_name"])
+        assert table is not None  # rule 2 let it through
+        try:
+            # Rule 3: instantiation SCN (table, else schema, else global level).
+            instantiation_scn = settings.instantiation_scn_for(
+                database, lcr["object_owner"], lcr["object_name"]
+            )
+            if instantiation_scn is None:
+                raise _ora(
+                    26687,
+                    f'no instantiation SCN provided for "{lcr["object_owner"]}".'
+                    f'"{lcr["object_name"]}" in source database "{database}"',
+                )
+            if commit_scn <= instantiation_scn:
+                discarded += 1  # already contained in the initial copy
+                continue
+            _apply_row_lcr(table, staged[table.silver_table], lcr)
+            applied += 1
+        except ApplyRowError as error:
+            # Rule 8: the first failing LCR makes the whole transaction an error transaction.
+            return ErrorTransaction(
+                source_database=database,
+                source_transaction_id=transaction.transaction_id,
+                source_commit_scn=commit_scn,
+                message_number=number,
+                error_number=error.error_number,
+                error_message=error.text,
+                message_count=len(messages),
+                lcrs=tuple(messages),
+            )
+    return _Applied(staged, ignored=discarded > 0 and applied == 0 and not ddl, ddl=ddl)
+
+
+# --------------------------------------------------------------------------------------------
+# One row LCR (rules 5, 6 and 7)
+# --------------------------------------------------------------------------------------------
+
+
+def _image(lcr: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    values: list[dict[str, Any]] = lcr.get(name) or []
+    names = [value["column_name"] for value in values]
+    if len(set(names)) != len(names):
+        raise ValueError(f"LCR {name} name a column twice: {names}")  # D12
+    return values
+
+
+def _key_text(columns: tuple[str, ...], *images: list[dict[str, Any]]) -> str:
+    """``(A, B)=(1, x)`` from the LCR's raw values: the first image holding each column wins."""
+    values = []
+    for column in columns:
+        raw = next(
+            (v["value"] for image in images for v in image if v["column_name"] == column), None
+        )
+        values.append("NULL" if raw is None else str(raw))
+    return f"({', '.join(columns)})=({', '.join(values)})"
+
+
+def _apply_row_lcr(table: DestinationTable, rows: dict[Key, Row], lcr: dict[str, Any]) -> None:
+    """Apply one row LCR to ``rows`` (one destination table), or raise ApplyRowError."""
+    command = lcr["command_type"]
+    if command in LOB_COMMANDS:
+        raise NotImplementedError(f"{command}: LOB piecewise operations are not modelled (D11)")
+    definition = table.definition
+    key_columns = table.effective_key
+    old_image = _image(lcr, "old_values") if command in ("UPDATE", "DELETE") else []  # D5
+    new_image = _image(lcr, "new_values") if command in ("INSERT", "UPDATE") else []
+    key_image = new_image if command == "INSERT" else old_image
+    where = f"table {definition.qualified_name}, key {_key_text(key_columns, key_image)}"
+
+    # Rule 5: every key column needs a value: INSERT from new_values, UPDATE/DELETE from old.
+    for column in key_columns:
+        if not any(value["column_name"] == column for value in key_image):
+            raise _ora(26688, f"missing key in LCR: column {column} of {definition.qualified_name}")
+    # Rule 6: an LCR column the destination lacks.
+    for value in old_image + new_image:
+        if value["column_name"] not in definition.column_names:
+            raise _ora(904, f'"{value["column_name"]}": invalid identifier, {where}')
+    # Rule 6: datatype conversion, before any key is compared (design-notes 4).
+    old = _convert_image(definition, old_image, where)
+    new = _convert_image(definition, new_image, where)
+
+    if command == "INSERT":
+        _insert(table, rows, new, key_image)
+    elif command == "UPDATE":
+        _update(table, rows, old, new, old_image, new_image)
+    else:
+        _delete(table, rows, old, old_image)
+
+
+def _convert_image(
+    definition: TableDefinition, image: list[dict[str, Any]], where: str
+) -> dict[str, Any]:
+    converted = {}
+    for value in image:
+        column = definition.column(value["column_name"])
+        try:
+            converted[column.name] = convert_value(column, value["value"])
+        except ApplyRowError as error:
+            raise ApplyRowError(error.error_number, f"{error.text}, {where}") from None
+    return converted
+
+
+def _insert(
+    table: DestinationTable,
+    rows: dict[Key, Row],
+    new: dict[str, Any],
+    key_image: list[dict[str, Any]],
+) -> None:
+    definition = table.definition
+    key_columns = table.effective_key
+    where = f"key {_key_text(key_columns, key_image)}"
+    # Rule 6: a destination column the LCR lacks gets its declared default, else NULL.
+    row: Row = {}
+    for column in definition.columns:
+        if column.name in new:
+            row[column.name] = new[column.name]
+        elif column.default is not None:
+            row[column.name] = convert_value(column, column.default)
+        else:
+            row[column.name] = None
+    # Rule 6: NULL into NOT NULL.
+    for column in definition.columns:
+        if not column.nullable and row[column.name] is None:
+            raise _ora(
+                1400,
+                f'cannot insert NULL into ("{definition.owner}"."{definition.name}".'
+                f'"{column.name}"), {where}',
+            )
+    # Rule 7: uniqueness conflict.
+    key = tuple(row[column] for column in key_columns)
+    if key in rows:
+        raise _ora(1, f"unique constraint ({definition.qualified_name}) violated, {where}")
+    rows[key] = row
+
+
+def _conflicting_columns(
+    table: DestinationTable, operation: str, current: Row, old: dict[str, Any]
+) -> list[str]:
+    """Rule 7: the non-key old values sent in the LCR that differ (NULL-safely) from the current
+    row, except the columns whose comparison is switched off for this operation."""
+    conflicting = []
+    for column, old_value in old.items():
+        if column in table.effective_key:
+            continue
+        if {(column, operation), (column, "*")} & table.uncompared_columns:
+            continue
+        if old_value != current[column]:
+            conflicting.append(column)
+    return conflicting
+
+
+def _conflict(definition: TableDefinition, where: str, conflicting: list[str]) -> ApplyRowError:
+    return _ora(
+        26786,
+        f"A row with {where} exists but has conflicting column(s) {', '.join(conflicting)} "
+        f"in table {definition.qualified_name}",
+    )
+
+
+def _update(
+    table: DestinationTable,
+    rows: dict[Key, Row],
+    old: dict[str, Any],
+    new: dict[str, Any],
+    old_image: list[dict[str, Any]],
+    new_image: list[dict[str, Any]],
+) -> None:
+    definition = table.definition
+    key_columns = table.effective_key
+    where = f"key {_key_text(key_columns, old_image)}"
+    old_key = tuple(old[column] for column in key_columns)
+    # Rule 7: the row must exist ...
+    current = rows.get(old_key)
+    if current is None:
+        raise _ora(
+            26787,
+            f"The row with {where} does not exist in table {definition.qualified_name}",
+        )
+    # ... and its compared old values must match, unless update conflict handlers resolve it:
+    # every conflicting column must belong to a handler's column group.
+    conflicting = _conflicting_columns(table, "UPDATE", current, old)
+    handlers: list[UpdateConflictHandler] = []
+    for column in conflicting:
+        handler = table.handler_for(column)
+        if handler is None:
+            raise _conflict(definition, where, conflicting)
+        if handler not in handlers:
+            handlers.append(handler)
+    handled = {column for handler in handlers for column in handler.column_list}
+    written: dict[str, Any] = {}  # the columns this update writes, and their values
+    for column, value in new.items():
+        if column not in handled:
+            written[column] = value  # no conflict in its group: applied normally
+    for handler in handlers:
+        lcr_wins = _lcr_wins(handler, current, old, new)
+        if lcr_wins is None:  # D7: no resolution value
+            raise _conflict(definition, where, conflicting)
+        if lcr_wins:
+            for column in handler.column_list:
+                if column in new:
+                    written[column] = new[column]
+        # else: the destination keeps its values for the whole group
+    # Rule 6: NOT NULL columns cannot be set to NULL.
+    for column_name, value in written.items():
+        if value is None and not definition.column(column_name).nullable:
+            raise _ora(
+                1407,
+                f'cannot update ("{definition.owner}"."{definition.name}".'
+                f'"{column_name}") to NULL, {where}',
+            )
+    # Rule 5: an update may change the key: the row moves to its new key.
+    new_row = {**current, **written}
+    new_key = tuple(new_row[column] for column in key_columns)
+    if new_key != old_key and new_key in rows:
+        raise _ora(
+            1,
+            f"unique constraint ({definition.qualified_name}) violated, "
+            f"key {_key_text(key_columns, new_image, old_image)}",
+        )
+    del rows[old_key]
+    rows[new_key] = new_row
+
+
+def _lcr_wins(
+    handler: UpdateConflictHandler, current: Row, old: dict[str, Any], new: dict[str, Any]
+) -> bool | None:
+    """Whether a prebuilt update conflict handler takes the LCR's values for its column group;
+    None when it cannot decide (D7)."""
+    if handler.method is ConflictResolution.OVERWRITE:
+        return True
+    if handler.method is ConflictResolution.DISCARD:
+        return False
+    column = handler.resolution_column
+    if column in new:
+        candidate = new[column]
+    elif column in old:
+        candidate = old[column]
+    else:
+        return None
+    destination = current[column]
+    if candidate is None or destination is None:
+        return False  # D7: a comparison with NULL is not TRUE
+    if handler.method is ConflictResolution.MAXIMUM:
+        return bool(candidate > destination)
+    return bool(candidate < destination)  # MINIMUM
+
+
+def _delete(
+    table: DestinationTable,
+    rows: dict[Key, Row],
+    old: dict[str, Any],
+    old_image: list[dict[str, Any]],
+) -> None:
+    definition = table.definition
+    where = f"key {_key_text(table.effective_key, old_image)}"
+    key = tuple(old[column] for column in table.effective_key)
+    # Rule 7: the row must exist and its compared old values match; no handler for deletes.
+    current = rows.get(key)
+    if current is None:
+        raise _ora(
+            26787,
+            f"The row with {where} does not exist in table {definition.qualified_name}",
+        )
+    conflicting = _conflicting_columns(table, "DELETE", current, old)
+    if conflicting:
+        raise _conflict(definition, where, conflicting)
+    del rows[key]
+
+
+# --------------------------------------------------------------------------------------------
+# Instantiation: the initial copy
+# --------------------------------------------------------------------------------------------
+
+
+def _initial_value(column: ColumnDefinition, value: Any) -> Any:
+    """An initial-copy value: raw LCR text/numbers are converted; Python values are normalised
+    the same way (Decimal through its text, aware datetimes to UTC, naive ones kept)."""
+    if value is None or isinstance(value, str | int | float):  # (a bool is refused there)
+        return convert_value(column, value)
+    if isinstance(value, Decimal):
+        return convert_value(column, str(value))
+    if isinstance(value, datetime):
+        if column.oracle_type.family is TypeFamily.DATETIME_TZ:
+            return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        return value.replace(tzinfo=None)
+    if isinstance(value, bytes):
+        return convert_value(column, value.hex())
+    raise TypeError(f"column {column.name}: unsupported initial value {value!r}")
+
+
+def _initial_tables(
+    settings: ApplySettings, initial_rows: Mapping[str, Iterable[dict[str, Any]]]
+) -> Tables:
+    """Every silver table of the settings, loaded with its initial copy (D9)."""
+    tables: Tables = {}
+    destination: dict[str, DestinationTable] = {}
+    for table in settings.tables:
+        tables.setdefault(table.silver_table, {})
+        destination.setdefault(table.silver_table, table)
+    for silver_table, rows in initial_rows.items():
+        if silver_table not in destination:
+            raise ValueError(f"initial rows for {silver_table!r}, which no destination table has")
+        table = destination[silver_table]
+        definition = table.definition
+        for given in rows:
+            unknown = set(given) - set(definition.column_names)
+            if unknown:
+                raise ValueError(
+                    f"initial row of {silver_table}: unknown column(s) {sorted(unknown)}"
+                )
+            row = {c.name: _initial_value(c, given.get(c.name)) for c in definition.columns}
+            key = tuple(row[column] for column in table.effective_key)
+            if key in tables[silver_table]:
+                raise ValueError(f"initial rows of {silver_table}: duplicate key {key}")
+            tables[silver_table][key] = row
+    return tables

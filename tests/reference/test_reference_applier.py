@@ -1,0 +1,1329 @@
+"""The reference applier, one small scenario per rule of apply-semantics.md (and per decision D<n>
+of applier.py), plus a check that the differential-test workloads are contract-exact."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+import jsonschema
+import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+
+from lakeapply.contract.lcr import lcr_json_schema
+from lakeapply.contract.oracle_types import LCR_DATA_TYPES, parse_oracle_type
+from lakeapply.contract.table_definitions import (
+    ColumnDefinition,
+    TableDefinition,
+    table_definition_from_dict,
+)
+from lakeapply.silver.settings import (
+    ApplySettings,
+    CommitSerialization,
+    ConflictResolution,
+    DestinationTable,
+    UpdateConflictHandler,
+)
+
+from .applier import (
+    ApplyRowError,
+    ErrorTransaction,
+    ReferenceResult,
+    convert_value,
+    reference_apply,
+)
+from .workloads import workloads
+
+DB = "DBS1.EXAMPLE.COM"
+DB2 = "DBS2.EXAMPLE.COM"
+
+ACCOUNT = table_definition_from_dict(
+    {
+        "owner": "APP",
+        "name": "ACCOUNT",
+        "columns": [
+            {"name": "ID", "type": "NUMBER(6)"},
+            {"name": "HOLDER", "type": "VARCHAR2(10)"},
+            {"name": "BALANCE", "type": "NUMBER(8,2)"},
+            {"name": "STATUS", "type": "VARCHAR2(8)", "nullable": False, "default": "OPEN"},
+            {"name": "VERSION", "type": "NUMBER"},
+            {"name": "OPENED", "type": "DATE"},
+        ],
+        "primary_key": ["ID"],
+    },
+    "test ACCOUNT",
+)
+# No primary key: identified by a substitute key that may hold NULLs.
+CONTACT = table_definition_from_dict(
+    {
+        "owner": "APP",
+        "name": "CONTACT",
+        "columns": [
+            {"name": "ACCOUNT_ID", "type": "NUMBER(6)", "nullable": False},
+            {"name": "KIND", "type": "VARCHAR2(5)"},
+            {"name": "VALUE", "type": "VARCHAR2(20)"},
+        ],
+    },
+    "test CONTACT",
+)
+AUDIT = table_definition_from_dict(
+    {
+        "owner": "APP",
+        "name": "AUDIT_LOG",
+        "columns": [{"name": "ID", "type": "NUMBER"}, {"name": "TEXT", "type": "VARCHAR2(10)"}],
+        "primary_key": ["ID"],
+    },
+    "test AUDIT_LOG",
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# Builders: LCRs exactly as in the contract, settings as the engine gets them.
+# ---------------------------------------------------------------------------------------------
+
+
+def _data_type(table: TableDefinition, column: str) -> str:
+    if column in table.column_names:
+        name = table.column(column).oracle_type.name
+        return name if name in LCR_DATA_TYPES else "VARCHAR2"
+    return "VARCHAR2"
+
+
+def values(table: TableDefinition, image: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        {"column_name": name, "data_type": _data_type(table, name), "value": value}
+        for name, value in image.items()
+    ]
+
+
+def row_lcr(
+    command: str,
+    txid: str,
+    scn: int,
+    *,
+    old: dict[str, Any] | None = None,
+    new: dict[str, Any] | None = None,
+    table: TableDefinition = ACCOUNT,
+    db: str = DB,
+    **extra: Any,
+) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "source_database_name": db,
+        "command_type": command,
+        "transaction_id": txid,
+        "scn": scn,
+        "object_owner": table.owner,
+        "object_name": table.name,
+    }
+    if old is not None:
+        record["old_values"] = values(table, old)
+    if new is not None:
+        record["new_values"] = values(table, new)
+    record.update(extra)
+    return record
+
+
+def insert(txid: str, scn: int, new: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    return row_lcr("INSERT", txid, scn, new=new, **kwargs)
+
+
+def update(
+    txid: str, scn: int, old: dict[str, Any], new: dict[str, Any], **kwargs: Any
+) -> dict[str, Any]:
+    return row_lcr("UPDATE", txid, scn, old=old, new=new, **kwargs)
+
+
+def delete(txid: str, scn: int, old: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    return row_lcr("DELETE", txid, scn, old=old, **kwargs)
+
+
+def commit(txid: str, scn: int, db: str = DB) -> dict[str, Any]:
+    return {
+        "source_database_name": db,
+        "command_type": "COMMIT",
+        "transaction_id": txid,
+        "scn": scn,
+    }
+
+
+def rollback(txid: str, scn: int, db: str = DB) -> dict[str, Any]:
+    return {
+        "source_database_name": db,
+        "command_type": "ROLLBACK",
+        "transaction_id": txid,
+        "scn": scn,
+    }
+
+
+def destination(
+    definition: TableDefinition = ACCOUNT,
+    *,
+    db: str = DB,
+    silver_table: str | None = None,
+    instantiation_scn: int | None = 0,
+    **kwargs: Any,
+) -> DestinationTable:
+    return DestinationTable(
+        source_database=db,
+        definition=definition,
+        silver_table=silver_table or definition.name.lower(),
+        instantiation_scn=instantiation_scn,
+        **kwargs,
+    )
+
+
+def apply_settings(*tables: DestinationTable, **kwargs: Any) -> ApplySettings:
+    tables = tables or (destination(),)
+    kwargs.setdefault("source_databases", tuple(dict.fromkeys(t.source_database for t in tables)))
+    return ApplySettings(apply_name="APPLY1", tables=tables, **kwargs)
+
+
+def only_error(result: ReferenceResult) -> ErrorTransaction:
+    assert len(result.errors) == 1, result.errors
+    return result.errors[0]
+
+
+def accounts(result: ReferenceResult) -> dict[tuple[Any, ...], dict[str, Any]]:
+    return result.tables["account"]
+
+
+ALICE = {"ID": "1", "HOLDER": "Alice", "BALANCE": "10.5", "STATUS": "OPEN", "VERSION": "1"}
+BOB = {"ID": "2", "HOLDER": "Bob", "BALANCE": "20", "STATUS": "OPEN", "VERSION": "1"}
+
+
+# ---------------------------------------------------------------------------------------------
+# Rule 1: only committed transactions
+# ---------------------------------------------------------------------------------------------
+
+
+def test_committed_transaction_is_applied_with_values_converted_to_the_column_types() -> None:
+    result = reference_apply(
+        apply_settings(),
+        [insert("1.1.1", 100, {**ALICE, "OPENED": "2013-03-31T23:59:58"}), commit("1.1.1", 101)],
+    )
+    assert accounts(result) == {
+        (Decimal(1),): {
+            "ID": Decimal(1),
+            "HOLDER": "Alice",
+            "BALANCE": Decimal("10.50"),
+            "STATUS": "OPEN",
+            "VERSION": Decimal("1.0000000000"),
+            "OPENED": datetime(2013, 3, 31, 23, 59, 58),
+        }
+    }
+    assert result.applied_transactions == [(DB, "1.1.1")]
+    assert result.counters == {
+        "received": 2,
+        "applied": 1,
+        "ignored": 0,
+        "rolled_back": 0,
+        "errors": 0,
+    }
+    assert result.low_watermark == result.high_watermark == {DB: 101}
+    assert result.oldest_scn == {DB: None}
+    assert not result.aborted
+
+
+def test_rolled_back_transaction_is_discarded_entirely_and_counted() -> None:
+    result = reference_apply(
+        apply_settings(),
+        [insert("1.1.1", 100, ALICE), insert("1.1.1", 101, BOB), rollback("1.1.1", 102)],
+    )
+    assert accounts(result) == {}
+    assert result.counters["rolled_back"] == 1
+    assert result.counters["applied"] == 0
+    assert result.low_watermark == {DB: None}
+    assert result.oldest_scn == {DB: None}
+
+
+def test_open_transaction_is_not_applied_and_holds_back_the_oldest_scn() -> None:
+    result = reference_apply(
+        apply_settings(),
+        [
+            insert("1.1.1", 100, ALICE),  # never commits (yet)
+            insert("2.2.2", 105, BOB),
+            commit("2.2.2", 106),
+        ],
+    )
+    assert list(accounts(result)) == [(2,)]
+    assert result.applied_transactions == [(DB, "2.2.2")]
+    assert result.low_watermark == {DB: 106}
+    assert result.oldest_scn == {DB: 100}
+    assert result.counters["received"] == 3
+
+
+def test_commit_landing_before_its_row_lcrs_still_applies_them() -> None:
+    result = reference_apply(apply_settings(), [commit("1.1.1", 101), insert("1.1.1", 100, ALICE)])
+    assert list(accounts(result)) == [(1,)]
+
+
+def test_row_lcrs_carrying_commit_scn_still_wait_for_their_commit() -> None:
+    result = reference_apply(apply_settings(), [insert("1.1.1", 100, ALICE, commit_scn=101)])
+    assert accounts(result) == {}
+    assert result.oldest_scn == {DB: 100}
+
+
+def test_ddl_lcr_with_commit_scn_is_its_own_committed_transaction_and_changes_no_table() -> None:
+    ddl = {
+        "source_database_name": DB,
+        "command_type": "ALTER TABLE",
+        "transaction_id": "3.3.3",
+        "scn": 200,
+        "commit_scn": 200,
+        "object_owner": "APP",
+        "object_name": "ACCOUNT",
+        "object_type": "TABLE",
+        "ddl_text": "ALTER TABLE APP.ACCOUNT ADD (NOTE VARCHAR2(10))",
+    }
+    result = reference_apply(
+        apply_settings(), [insert("1.1.1", 100, ALICE), commit("1.1.1", 101), ddl]
+    )
+    assert result.ddl == [ddl]
+    assert result.applied_transactions == [(DB, "1.1.1"), (DB, "3.3.3")]
+    assert accounts(result)[(1,)].keys() == {
+        "ID",
+        "HOLDER",
+        "BALANCE",
+        "STATUS",
+        "VERSION",
+        "OPENED",
+    }
+    assert result.low_watermark == {DB: 200}
+
+
+# ---------------------------------------------------------------------------------------------
+# Rule 2: rules and tags
+# ---------------------------------------------------------------------------------------------
+
+
+def test_lcrs_of_objects_without_destination_table_are_skipped_and_are_not_messages() -> None:
+    result = reference_apply(
+        apply_settings(),
+        [
+            insert("1.1.1", 100, {"ID": "9", "TEXT": "hello"}, table=AUDIT),
+            insert("1.1.1", 101, ALICE),
+            insert("1.1.1", 102, ALICE),  # fails: ORA-00001
+            commit("1.1.1", 103),
+        ],
+    )
+    error = only_error(result)
+    assert (error.message_number, error.message_count) == (2, 2)
+    assert [lcr["object_name"] for lcr in error.lcrs] == ["ACCOUNT", "ACCOUNT"]
+    assert "audit_log" not in result.tables
+
+
+def test_transaction_left_empty_by_the_rules_is_applied_and_advances_the_watermark() -> None:
+    result = reference_apply(
+        apply_settings(),
+        [insert("1.1.1", 100, {"ID": "9", "TEXT": "hello"}, table=AUDIT), commit("1.1.1", 101)],
+    )
+    assert result.applied_transactions == [(DB, "1.1.1")]
+    assert result.counters["ignored"] == 0
+    assert result.low_watermark == {DB: 101}
+
+
+def test_lcrs_from_source_databases_of_other_applies_are_not_received() -> None:
+    result = reference_apply(
+        apply_settings(),
+        [insert("1.1.1", 100, ALICE, db=DB2), commit("1.1.1", 101, db=DB2)],
+    )
+    assert accounts(result) == {}
+    assert result.counters["received"] == 0
+    assert result.low_watermark == {DB: None}
+
+
+@pytest.mark.parametrize(("discard_tagged", "applied_ids"), [(True, [(2,)]), (False, [(1,), (2,)])])
+def test_tagged_lcrs_are_discarded_only_when_the_apply_discards_tagged_lcrs(
+    discard_tagged: bool, applied_ids: list[tuple[int]]
+) -> None:
+    result = reference_apply(
+        apply_settings(discard_tagged=discard_tagged),
+        [insert("1.1.1", 100, ALICE, tag="0A"), insert("1.1.1", 101, BOB), commit("1.1.1", 102)],
+    )
+    assert sorted(accounts(result)) == applied_ids
+
+
+# ---------------------------------------------------------------------------------------------
+# Rule 3: instantiation SCN
+# ---------------------------------------------------------------------------------------------
+
+
+def test_transactions_committed_at_or_before_the_instantiation_scn_are_ignored() -> None:
+    result = reference_apply(
+        apply_settings(destination(instantiation_scn=101)),
+        [
+            insert("1.1.1", 100, ALICE),
+            commit("1.1.1", 101),  # CSCN == instantiation SCN: in the initial copy
+            insert("2.2.2", 102, BOB),
+            commit("2.2.2", 103),
+        ],
+        initial_rows={"account": [ALICE]},
+    )
+    assert sorted(accounts(result)) == [(1,), (2,)]
+    assert result.counters["ignored"] == 1
+    assert result.applied_transactions == [(DB, "2.2.2")]
+    assert result.low_watermark == {DB: 103}
+
+
+def test_transaction_partly_discarded_by_the_instantiation_scn_is_applied() -> None:
+    settings = apply_settings(
+        destination(instantiation_scn=500), destination(CONTACT, key_columns=("ACCOUNT_ID",))
+    )
+    result = reference_apply(
+        settings,
+        [
+            insert("1.1.1", 100, ALICE),  # discarded: ACCOUNT instantiated at 500
+            insert("1.1.1", 101, {"ACCOUNT_ID": "1", "KIND": "MAIL"}, table=CONTACT),
+            commit("1.1.1", 102),
+        ],
+    )
+    assert accounts(result) == {}
+    assert list(result.tables["contact"]) == [(1,)]
+    assert result.counters["applied"] == 1
+    assert result.counters["ignored"] == 0
+
+
+def test_error_transaction_lists_its_messages_discarded_by_the_instantiation_scn_too() -> None:
+    settings = apply_settings(
+        destination(instantiation_scn=500),
+        destination(CONTACT, key_columns=("ACCOUNT_ID",)),
+        disable_on_error=False,
+    )
+    result = reference_apply(
+        settings,
+        [
+            insert("1.1.1", 100, ALICE),  # discarded: ACCOUNT instantiated at 500
+            insert("1.1.1", 101, {"ACCOUNT_ID": "1", "KIND": "TOO_LONG"}, table=CONTACT),
+            commit("1.1.1", 102),
+        ],
+    )
+    error = only_error(result)
+    assert (error.message_number, error.message_count, error.error_number) == (2, 2, 12899)
+
+
+def test_schema_instantiation_scn_fills_in_for_a_table_without_one() -> None:
+    settings = apply_settings(
+        destination(instantiation_scn=None), schema_instantiation_scns=((DB, "APP", 101),)
+    )
+    result = reference_apply(
+        settings,
+        [
+            insert("1.1.1", 100, ALICE),
+            commit("1.1.1", 101),
+            insert("2.2.2", 102, BOB),
+            commit("2.2.2", 103),
+        ],
+    )
+    assert list(accounts(result)) == [(2,)]
+    assert result.counters["ignored"] == 1
+
+
+def test_global_instantiation_scn_fills_in_when_neither_table_nor_schema_has_one() -> None:
+    settings = apply_settings(
+        destination(instantiation_scn=None),
+        schema_instantiation_scns=((DB, "OTHER_SCHEMA", 1000),),
+        global_instantiation_scns=((DB, 101),),
+    )
+    result = reference_apply(
+        settings,
+        [
+            insert("1.1.1", 100, ALICE),
+            commit("1.1.1", 101),
+            insert("2.2.2", 102, BOB),
+            commit("2.2.2", 103),
+        ],
+    )
+    assert list(accounts(result)) == [(2,)]
+
+
+def test_table_instantiation_scn_takes_precedence_over_schema_and_global_ones() -> None:
+    settings = apply_settings(
+        destination(instantiation_scn=50),
+        schema_instantiation_scns=((DB, "APP", 1000),),
+        global_instantiation_scns=((DB, 1000),),
+    )
+    result = reference_apply(settings, [insert("1.1.1", 100, ALICE), commit("1.1.1", 101)])
+    assert list(accounts(result)) == [(1,)]
+
+
+def test_object_with_a_destination_table_but_no_instantiation_scn_is_ora_26687() -> None:
+    result = reference_apply(
+        apply_settings(destination(instantiation_scn=None), disable_on_error=False),
+        [insert("1.1.1", 100, ALICE), commit("1.1.1", 101)],
+    )
+    error = only_error(result)
+    assert error.error_number == 26687
+    assert error.error_message == (
+        'ORA-26687: no instantiation SCN provided for "APP"."ACCOUNT" in source database '
+        '"DBS1.EXAMPLE.COM"'
+    )
+    assert accounts(result) == {}
+
+
+# ---------------------------------------------------------------------------------------------
+# Rule 4: order
+# ---------------------------------------------------------------------------------------------
+
+
+def test_transactions_apply_in_commit_scn_order_not_in_arrival_order() -> None:
+    # T1 starts first and arrives first, but T2 commits first; T1 updates the row T2 inserts.
+    result = reference_apply(
+        apply_settings(),
+        [
+            update("1.1.1", 100, {"ID": "1", "HOLDER": "Alice"}, {"HOLDER": "Alicia"}),
+            commit("1.1.1", 110),
+            insert("2.2.2", 101, ALICE),
+            commit("2.2.2", 105),
+        ],
+    )
+    assert result.errors == []
+    assert accounts(result)[(1,)]["HOLDER"] == "Alicia"
+    assert result.applied_transactions == [(DB, "2.2.2"), (DB, "1.1.1")]
+    assert result.low_watermark == {DB: 110}
+
+
+def test_lcrs_of_a_transaction_apply_in_scn_then_position_then_arrival_order() -> None:
+    result = reference_apply(
+        apply_settings(),
+        [
+            update("1.1.1", 101, {"ID": "2"}, {"HOLDER": "x"}),  # arrives first, SCN 101
+            update("1.1.1", 100, {"ID": "1"}, {"HOLDER": "second"}, position="0002"),
+            insert("1.1.1", 100, ALICE, position="0001"),  # same SCN: the position decides
+            insert("1.1.1", 99, BOB),  # arrives late, applied first: the lowest SCN
+            update("1.1.1", 101, {"ID": "2"}, {"HOLDER": "y"}),  # same SCN, no position: arrival
+            commit("1.1.1", 102),
+        ],
+    )
+    assert result.errors == []
+    assert accounts(result)[(1,)]["HOLDER"] == "second"
+    assert accounts(result)[(2,)]["HOLDER"] == "y"
+
+
+def test_equal_commit_scns_are_ordered_by_source_database_then_transaction_id() -> None:
+    settings = apply_settings(
+        destination(), destination(db=DB2), source_databases=(DB, DB2), disable_on_error=False
+    )
+    result = reference_apply(
+        settings,
+        [
+            insert("9.9.9", 100, {**ALICE, "HOLDER": "from DB2"}, db=DB2),
+            commit("9.9.9", 105, db=DB2),
+            insert("2.2.2", 100, {**ALICE, "HOLDER": "second"}),
+            commit("2.2.2", 105),
+            insert("1.1.1", 100, {**ALICE, "HOLDER": "first"}),
+            commit("1.1.1", 105),
+        ],
+    )
+    assert accounts(result)[(1,)]["HOLDER"] == "first"
+    assert [(e.source_database, e.source_transaction_id) for e in result.errors] == [
+        (DB, "2.2.2"),
+        (DB2, "9.9.9"),
+    ]
+    assert result.low_watermark == {DB: 105, DB2: 105}
+
+
+# ---------------------------------------------------------------------------------------------
+# Rule 5: keys
+# ---------------------------------------------------------------------------------------------
+
+
+def test_key_values_are_compared_after_conversion() -> None:
+    result = reference_apply(
+        apply_settings(),
+        [
+            insert("1.1.1", 100, {**ALICE, "ID": "10"}),
+            commit("1.1.1", 101),
+            update("2.2.2", 102, {"ID": "10.0"}, {"HOLDER": "Ten"}),
+            delete("2.2.2", 103, {"ID": 10, "HOLDER": "Ten"}),  # a JSON number is a NUMBER too
+            commit("2.2.2", 104),
+        ],
+    )
+    assert result.errors == []
+    assert accounts(result) == {}
+
+
+def test_substitute_key_with_nulls_matches_null_safely() -> None:
+    settings = apply_settings(destination(CONTACT, key_columns=("ACCOUNT_ID", "KIND")))
+    result = reference_apply(
+        settings,
+        [
+            insert("1.1.1", 100, {"ACCOUNT_ID": "1", "KIND": None, "VALUE": "a"}, table=CONTACT),
+            insert("1.1.1", 101, {"ACCOUNT_ID": "1", "KIND": "MAIL", "VALUE": "b"}, table=CONTACT),
+            update("1.1.1", 102, {"ACCOUNT_ID": "1", "KIND": None}, {"VALUE": "c"}, table=CONTACT),
+            commit("1.1.1", 103),
+        ],
+    )
+    assert result.errors == []
+    assert result.tables["contact"] == {
+        (1, None): {"ACCOUNT_ID": 1, "KIND": None, "VALUE": "c"},
+        (1, "MAIL"): {"ACCOUNT_ID": 1, "KIND": "MAIL", "VALUE": "b"},
+    }
+
+
+def test_insert_of_a_second_null_substitute_key_is_ora_00001() -> None:
+    settings = apply_settings(destination(CONTACT, key_columns=("ACCOUNT_ID", "KIND")))
+    result = reference_apply(
+        settings,
+        [
+            insert("1.1.1", 100, {"ACCOUNT_ID": "1", "KIND": None}, table=CONTACT),
+            insert("1.1.1", 101, {"ACCOUNT_ID": "1", "KIND": None}, table=CONTACT),
+            commit("1.1.1", 102),
+        ],
+    )
+    assert only_error(result).error_number == 1
+
+
+def test_table_without_primary_key_is_identified_by_all_its_non_lob_columns() -> None:
+    notes = table_definition_from_dict(
+        {
+            "owner": "APP",
+            "name": "NOTE",
+            "columns": [
+                {"name": "A", "type": "NUMBER(2)"},
+                {"name": "B", "type": "VARCHAR2(2)"},
+                {"name": "BODY", "type": "CLOB"},
+            ],
+        },
+        "test NOTE",
+    )
+    result = reference_apply(
+        apply_settings(destination(notes)),
+        [
+            insert("1.1.1", 100, {"A": "1", "B": "x", "BODY": "long text"}, table=notes),
+            update("1.1.1", 101, {"A": "1", "B": "x"}, {"B": "y"}, table=notes),
+            commit("1.1.1", 102),
+        ],
+    )
+    assert result.tables["note"] == {(1, "y"): {"A": 1, "B": "y", "BODY": "long text"}}
+
+
+def test_update_changing_the_key_moves_the_row_to_its_new_key() -> None:
+    result = reference_apply(
+        apply_settings(),
+        [
+            insert("1.1.1", 100, ALICE),
+            update("1.1.1", 101, {"ID": "1"}, {"ID": "7", "HOLDER": "Moved"}),
+            commit("1.1.1", 102),
+        ],
+    )
+    assert list(accounts(result)) == [(7,)]
+    assert accounts(result)[(7,)]["ID"] == 7
+    assert accounts(result)[(7,)]["HOLDER"] == "Moved"
+    assert accounts(result)[(7,)]["BALANCE"] == Decimal("10.50")
+
+
+def test_update_moving_the_row_onto_an_existing_key_is_ora_00001() -> None:
+    result = reference_apply(
+        apply_settings(),
+        [
+            insert("1.1.1", 100, ALICE),
+            insert("1.1.1", 101, BOB),
+            commit("1.1.1", 102),
+            update("2.2.2", 103, {"ID": "1"}, {"ID": "2"}),
+            commit("2.2.2", 104),
+        ],
+    )
+    error = only_error(result)
+    assert error.error_number == 1
+    assert (
+        error.error_message == "ORA-00001: unique constraint (APP.ACCOUNT) violated, key (ID)=(2)"
+    )
+    assert sorted(accounts(result)) == [(1,), (2,)]
+
+
+@pytest.mark.parametrize(
+    "lcr",
+    [
+        insert("1.1.1", 100, {"HOLDER": "no key"}),
+        update("1.1.1", 100, {"HOLDER": "no key"}, {"HOLDER": "x"}),
+        # the key is in new_values only: UPDATE and DELETE identify rows by old values
+        update("1.1.1", 100, {"HOLDER": "Alice"}, {"ID": "1", "HOLDER": "x"}),
+        delete("1.1.1", 100, {"HOLDER": "no key"}),
+    ],
+    ids=["insert", "update", "update-key-only-in-new-values", "delete"],
+)
+def test_row_lcr_without_a_key_column_value_is_ora_26688(lcr: dict[str, Any]) -> None:
+    result = reference_apply(apply_settings(), [lcr, commit("1.1.1", 101)])
+    error = only_error(result)
+    assert error.error_number == 26688
+    assert error.error_message == "ORA-26688: missing key in LCR: column ID of APP.ACCOUNT"
+
+
+def test_key_column_with_a_default_is_still_needed_in_the_insert() -> None:
+    keyed_by_status = destination(key_columns=("STATUS",))
+    result = reference_apply(
+        apply_settings(keyed_by_status),
+        [insert("1.1.1", 100, {"ID": "1"}), commit("1.1.1", 101)],
+    )
+    assert only_error(result).error_number == 26688
+
+
+# ---------------------------------------------------------------------------------------------
+# Rule 6: column discrepancies and conversions
+# ---------------------------------------------------------------------------------------------
+
+
+def test_lcr_column_missing_at_the_destination_is_ora_00904() -> None:
+    result = reference_apply(
+        apply_settings(),
+        [insert("1.1.1", 100, {**ALICE, "NICKNAME": "Al"}), commit("1.1.1", 101)],
+    )
+    error = only_error(result)
+    assert error.error_number == 904
+    assert error.error_message == (
+        'ORA-00904: "NICKNAME": invalid identifier, table APP.ACCOUNT, key (ID)=(1)'
+    )
+
+
+def test_insert_without_a_column_gets_its_default_else_null() -> None:
+    result = reference_apply(
+        apply_settings(), [insert("1.1.1", 100, {"ID": "1"}), commit("1.1.1", 101)]
+    )
+    assert accounts(result)[(1,)] == {
+        "ID": 1,
+        "HOLDER": None,
+        "BALANCE": None,
+        "STATUS": "OPEN",
+        "VERSION": None,
+        "OPENED": None,
+    }
+
+
+@pytest.mark.parametrize(
+    "new",
+    [{**ALICE, "STATUS": None}, {**ALICE, "ID": None}],
+    ids=["explicit-null", "null-primary-key"],
+)
+def test_insert_of_null_into_a_not_null_column_is_ora_01400(new: dict[str, Any]) -> None:
+    result = reference_apply(apply_settings(), [insert("1.1.1", 100, new), commit("1.1.1", 101)])
+    assert only_error(result).error_number == 1400
+    assert "APP" in only_error(result).error_message
+
+
+def test_update_setting_a_not_null_column_to_null_is_ora_01407() -> None:
+    result = reference_apply(
+        apply_settings(),
+        [
+            insert("1.1.1", 100, ALICE),
+            commit("1.1.1", 101),
+            update("2.2.2", 102, {"ID": "1", "STATUS": "OPEN"}, {"STATUS": None}),
+            commit("2.2.2", 103),
+        ],
+    )
+    error = only_error(result)
+    assert error.error_number == 1407
+    assert error.error_message == (
+        'ORA-01407: cannot update ("APP"."ACCOUNT"."STATUS") to NULL, key (ID)=(1)'
+    )
+    assert accounts(result)[(1,)]["STATUS"] == "OPEN"
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "error_number"),
+    [
+        ("BALANCE", "12x", 1722),
+        ("BALANCE", "1234567", 1438),  # NUMBER(8,2): 6 integer digits at most
+        ("BALANCE", "999999.995", 1438),  # rounds up to 1000000.00
+        ("HOLDER", "Maximilianus", 12899),  # VARCHAR2(10)
+        ("OPENED", "31/03/2013", 1858),
+        ("ID", "one", 1722),  # a key value that does not convert
+    ],
+)
+def test_value_that_does_not_convert_is_an_error_naming_table_and_key(
+    column: str, value: str, error_number: int
+) -> None:
+    result = reference_apply(
+        apply_settings(),
+        [insert("1.1.1", 100, {**ALICE, column: value}), commit("1.1.1", 101)],
+    )
+    error = only_error(result)
+    assert error.error_number == error_number
+    assert error.error_message.startswith(f"ORA-{error_number:05d}: ")
+    assert "table APP.ACCOUNT" in error.error_message
+    assert "key (ID)=(" in error.error_message
+
+
+def _column(type_text: str) -> ColumnDefinition:
+    return ColumnDefinition("C", parse_oracle_type(type_text))
+
+
+@pytest.mark.parametrize(
+    ("type_text", "raw", "expected"),
+    [
+        ("NUMBER(8,2)", "10", Decimal("10.00")),
+        ("NUMBER(8,2)", " 1.005 ", Decimal("1.01")),  # ROUND_HALF_UP
+        ("NUMBER(8,2)", "-1.005", Decimal("-1.01")),
+        ("NUMBER(8,2)", "-0.001", Decimal("0.00")),
+        ("NUMBER(8,2)", "1.5e2", Decimal("150.00")),
+        ("NUMBER(8,2)", 7, Decimal("7.00")),
+        ("NUMBER(8,2)", 0.1, Decimal("0.10")),
+        ("NUMBER(2,2)", "0.99", Decimal("0.99")),
+        ("NUMBER(3)", "999.4", Decimal("999")),
+        ("NUMBER(*,-2)", "1250", Decimal("1.3E+3")),
+        ("NUMBER", "1.23456789012345", Decimal("1.2345678901")),
+        ("NUMBER", "1e-30", Decimal("0E-10")),
+        ("INTEGER", "1" * 38, Decimal("1" * 38)),
+        ("BINARY_DOUBLE", "1.5", 1.5),
+        ("BINARY_FLOAT", "0.1", 0.10000000149011612),
+        ("VARCHAR2(3)", "abc", "abc"),
+        ("VARCHAR2(3)", 12, "12"),
+        ("VARCHAR2(5)", 1.5e2, "150"),
+        ("CHAR(3)", "a", "a  "),
+        ("NVARCHAR2(2)", "日本", "日本"),
+        ("CLOB", "x" * 5000, "x" * 5000),
+        ("DATE", "2013-03-31T23:59:58", datetime(2013, 3, 31, 23, 59, 58)),
+        ("DATE", "2013-03-31", datetime(2013, 3, 31)),
+        ("TIMESTAMP", "2013-03-31 23:59:58.1234567", datetime(2013, 3, 31, 23, 59, 58, 123456)),
+        ("TIMESTAMP", "2013-03-31T23:59:58+02:00", datetime(2013, 3, 31, 23, 59, 58)),
+        (
+            "TIMESTAMP WITH TIME ZONE",
+            "2013-03-31T23:59:58+02:00",
+            datetime(2013, 3, 31, 21, 59, 58, tzinfo=UTC),
+        ),
+        (
+            "TIMESTAMP WITH LOCAL TIME ZONE",
+            "2013-03-31T23:59:58",
+            datetime(2013, 3, 31, 23, 59, 58, tzinfo=UTC),
+        ),
+        ("INTERVAL YEAR TO MONTH", "1-6", "+01-06"),
+        ("INTERVAL YEAR TO MONTH", "-P18M", "-01-06"),
+        ("INTERVAL YEAR TO MONTH", "-0-0", "+00-00"),
+        ("INTERVAL DAY TO SECOND", "2 03:04:05.5", "+02 03:04:05.500000"),
+        ("INTERVAL DAY TO SECOND", "-P1DT25H0.0000019S", "-02 01:00:00.000001"),
+        ("INTERVAL DAY TO SECOND", "PT90M", "+00 01:30:00.000000"),
+        ("RAW(2)", "0aFF", b"\x0a\xff"),
+        ("BLOB", "", b""),
+        ("NUMBER", None, None),
+        ("VARCHAR2(1)", None, None),
+    ],
+)
+def test_convert_value_converts_exactly(type_text: str, raw: Any, expected: Any) -> None:
+    converted = convert_value(_column(type_text), raw)
+    assert converted == expected
+    assert type(converted) is type(expected)
+    if isinstance(expected, Decimal):
+        assert converted.as_tuple().exponent == expected.as_tuple().exponent
+
+
+@pytest.mark.parametrize(
+    ("type_text", "raw", "error_number"),
+    [
+        ("NUMBER", "abc", 1722),
+        ("NUMBER", "1_000", 1722),
+        ("NUMBER", "NaN", 1722),
+        ("NUMBER", "", 1722),
+        ("NUMBER(3)", "1000", 1438),
+        ("NUMBER(3)", "999.5", 1438),
+        ("NUMBER(2,2)", "1", 1438),
+        ("NUMBER", "1e28", 1438),  # DECIMAL(38,10) keeps 28 integer digits
+        ("NUMBER", "1e999999999", 1438),
+        ("BINARY_DOUBLE", "1e400", 1426),
+        ("BINARY_FLOAT", "1e39", 1426),
+        ("BINARY_DOUBLE", "inf", 1722),
+        ("VARCHAR2(3)", "abcd", 12899),
+        ("CHAR(1)", "ab", 12899),
+        ("DATE", "2013-02-30", 1858),
+        ("TIMESTAMP", 20130331, 1858),
+        ("INTERVAL YEAR TO MONTH", "1-12", 1867),
+        ("INTERVAL DAY TO SECOND", "1 24:00:00", 1867),
+        ("INTERVAL DAY TO SECOND", "P", 1867),
+        ("RAW(4)", "abc", 1465),
+        ("RAW(4)", "zz", 1465),
+        ("RAW(1)", "0a0b", 12899),
+    ],
+)
+def test_convert_value_refuses_what_does_not_convert_exactly(
+    type_text: str, raw: Any, error_number: int
+) -> None:
+    with pytest.raises(ApplyRowError) as raised:
+        convert_value(_column(type_text), raw)
+    assert raised.value.error_number == error_number
+    assert raised.value.text.startswith(f"ORA-{error_number:05d}: ")
+
+
+def test_convert_value_refuses_a_value_outside_the_contract() -> None:
+    with pytest.raises(TypeError):
+        convert_value(_column("NUMBER"), True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Rule 7: conflicts and update conflict handlers
+# ---------------------------------------------------------------------------------------------
+
+
+def test_insert_of_existing_key_is_ora_00001_and_rolls_back_the_whole_transaction() -> None:
+    result = reference_apply(
+        apply_settings(disable_on_error=False),
+        [
+            insert("1.1.1", 100, {**ALICE, "ID": "1011"}),
+            commit("1.1.1", 101),
+            insert("2.2.2", 102, BOB),  # applied first, then rolled back with the rest
+            insert("2.2.2", 103, {**ALICE, "ID": "1011"}),
+            insert("2.2.2", 104, {**ALICE, "ID": "3"}),
+            commit("2.2.2", 105),
+        ],
+    )
+    assert sorted(accounts(result)) == [(1011,)]
+    error = only_error(result)
+    assert error == ErrorTransaction(
+        source_database=DB,
+        source_transaction_id="2.2.2",
+        source_commit_scn=105,
+        message_number=2,
+        error_number=1,
+        error_message="ORA-00001: unique constraint (APP.ACCOUNT) violated, key (ID)=(1011)",
+        message_count=3,
+        lcrs=error.lcrs,
+    )
+    assert [lcr["scn"] for lcr in error.lcrs] == [102, 103, 104]
+    assert result.counters["errors"] == 1
+    assert result.applied_transactions == [(DB, "1.1.1")]
+
+
+@pytest.mark.parametrize(
+    "lcr",
+    [
+        update("2.2.2", 102, {"ID": "5"}, {"HOLDER": "x"}),
+        delete("2.2.2", 102, {"ID": "5", "HOLDER": "Alice"}),
+    ],
+    ids=["update", "delete"],
+)
+def test_update_or_delete_of_a_missing_row_is_ora_26787(lcr: dict[str, Any]) -> None:
+    result = reference_apply(
+        apply_settings(),
+        [insert("1.1.1", 100, ALICE), commit("1.1.1", 101), lcr, commit("2.2.2", 103)],
+    )
+    error = only_error(result)
+    assert error.error_number == 26787
+    assert error.error_message == (
+        "ORA-26787: The row with key (ID)=(5) does not exist in table APP.ACCOUNT"
+    )
+
+
+ALICE_APPLIED = [insert("1.1.1", 100, ALICE), commit("1.1.1", 101)]
+
+
+def test_update_whose_old_values_differ_from_the_row_is_ora_26786() -> None:
+    result = reference_apply(
+        apply_settings(),
+        [
+            *ALICE_APPLIED,
+            update(
+                "2.2.2", 102, {"ID": "1", "HOLDER": "Alicia", "BALANCE": "10.50"}, {"BALANCE": "5"}
+            ),
+            commit("2.2.2", 103),
+        ],
+    )
+    error = only_error(result)
+    assert error.error_number == 26786
+    assert error.error_message == (
+        "ORA-26786: A row with key (ID)=(1) exists but has conflicting column(s) HOLDER "
+        "in table APP.ACCOUNT"
+    )
+    assert accounts(result)[(1,)]["BALANCE"] == Decimal("10.50")
+
+
+def test_old_values_are_compared_after_conversion_and_null_safely() -> None:
+    result = reference_apply(
+        apply_settings(),
+        [
+            *ALICE_APPLIED,
+            update("2.2.2", 102, {"ID": "1", "BALANCE": "10.500", "OPENED": None}, {"HOLDER": "A"}),
+            commit("2.2.2", 103),
+        ],
+    )
+    assert result.errors == []
+    assert accounts(result)[(1,)]["HOLDER"] == "A"
+
+
+def test_delete_whose_old_values_differ_is_ora_26786_even_with_an_update_handler() -> None:
+    table = destination(
+        update_conflict_handlers=(
+            UpdateConflictHandler(ConflictResolution.OVERWRITE, ("HOLDER",), "HOLDER"),
+        )
+    )
+    result = reference_apply(
+        apply_settings(table),
+        [*ALICE_APPLIED, delete("2.2.2", 102, {"ID": "1", "HOLDER": "Bob"}), commit("2.2.2", 103)],
+    )
+    assert only_error(result).error_number == 26786
+
+
+@pytest.mark.parametrize("operation", ["UPDATE", "*"])
+def test_column_whose_comparison_is_switched_off_does_not_conflict(operation: str) -> None:
+    table = destination(uncompared_columns=frozenset({("HOLDER", operation)}))
+    result = reference_apply(
+        apply_settings(table),
+        [
+            *ALICE_APPLIED,
+            update("2.2.2", 102, {"ID": "1", "HOLDER": "stale"}, {"HOLDER": "new"}),
+            commit("2.2.2", 103),
+        ],
+    )
+    assert result.errors == []
+    assert accounts(result)[(1,)]["HOLDER"] == "new"
+
+
+def test_comparison_switched_off_for_update_still_compares_deletes() -> None:
+    table = destination(uncompared_columns=frozenset({("HOLDER", "UPDATE")}))
+    result = reference_apply(
+        apply_settings(table),
+        [
+            *ALICE_APPLIED,
+            delete("2.2.2", 102, {"ID": "1", "HOLDER": "stale"}),
+            commit("2.2.2", 103),
+        ],
+    )
+    assert only_error(result).error_number == 26786
+
+
+def _with_handler(method: ConflictResolution) -> ApplySettings:
+    return apply_settings(
+        destination(
+            update_conflict_handlers=(
+                UpdateConflictHandler(method, ("BALANCE", "VERSION"), "VERSION"),
+            )
+        )
+    )
+
+
+def _conflicting_update(new: dict[str, Any]) -> list[dict[str, Any]]:
+    """Alice's BALANCE is 10.50 (VERSION 1); the LCR believes it was 99: a conflict."""
+    return [
+        *ALICE_APPLIED,
+        update("2.2.2", 102, {"ID": "1", "BALANCE": "99", "VERSION": "1"}, new),
+        commit("2.2.2", 103),
+    ]
+
+
+def test_overwrite_handler_takes_the_lcr_values_for_its_column_group() -> None:
+    result = reference_apply(
+        _with_handler(ConflictResolution.OVERWRITE),
+        _conflicting_update({"BALANCE": "50", "VERSION": "0", "HOLDER": "Al"}),
+    )
+    assert result.errors == []
+    row = accounts(result)[(1,)]
+    assert (row["BALANCE"], row["VERSION"], row["HOLDER"]) == (Decimal("50.00"), 0, "Al")
+
+
+def test_discard_handler_keeps_the_destination_values_and_applies_the_other_columns() -> None:
+    result = reference_apply(
+        _with_handler(ConflictResolution.DISCARD),
+        _conflicting_update({"BALANCE": "50", "VERSION": "2", "HOLDER": "Al"}),
+    )
+    assert result.errors == []
+    row = accounts(result)[(1,)]
+    assert (row["BALANCE"], row["VERSION"], row["HOLDER"]) == (Decimal("10.50"), 1, "Al")
+    assert result.applied_transactions == [(DB, "1.1.1"), (DB, "2.2.2")]
+
+
+@pytest.mark.parametrize(
+    ("method", "lcr_version", "lcr_wins"),
+    [
+        (ConflictResolution.MAXIMUM, "2", True),
+        (ConflictResolution.MAXIMUM, "1", False),  # equal: the destination keeps its values
+        (ConflictResolution.MAXIMUM, "0", False),
+        (ConflictResolution.MAXIMUM, None, False),  # NULL: no comparison is TRUE
+        (ConflictResolution.MINIMUM, "0", True),
+        (ConflictResolution.MINIMUM, "1", False),
+        (ConflictResolution.MINIMUM, "2", False),
+    ],
+)
+def test_maximum_and_minimum_handlers_take_the_lcr_values_only_when_its_resolution_value_wins(
+    method: ConflictResolution, lcr_version: str | None, lcr_wins: bool
+) -> None:
+    result = reference_apply(
+        _with_handler(method), _conflicting_update({"BALANCE": "50", "VERSION": lcr_version})
+    )
+    assert result.errors == []
+    row = accounts(result)[(1,)]
+    expected = (Decimal("50.00"), lcr_version) if lcr_wins else (Decimal("10.50"), 1)
+    assert (row["BALANCE"], row["VERSION"]) == (
+        expected[0],
+        None if expected[1] is None else Decimal(expected[1]),
+    )
+
+
+def test_maximum_handler_uses_the_old_resolution_value_when_new_values_lack_it() -> None:
+    # Destination VERSION is 1; the LCR only says VERSION was 3 before: 3 > 1, the LCR wins.
+    result = reference_apply(
+        _with_handler(ConflictResolution.MAXIMUM),
+        [
+            *ALICE_APPLIED,
+            update("2.2.2", 102, {"ID": "1", "BALANCE": "99", "VERSION": "3"}, {"BALANCE": "50"}),
+            commit("2.2.2", 103),
+        ],
+    )
+    assert result.errors == []
+    assert accounts(result)[(1,)]["BALANCE"] == Decimal("50.00")
+    assert accounts(result)[(1,)]["VERSION"] == 1
+
+
+def test_maximum_handler_without_any_resolution_value_cannot_resolve_the_conflict() -> None:
+    result = reference_apply(
+        _with_handler(ConflictResolution.MAXIMUM),
+        [
+            *ALICE_APPLIED,
+            update("2.2.2", 102, {"ID": "1", "BALANCE": "99"}, {"BALANCE": "50"}),
+            commit("2.2.2", 103),
+        ],
+    )
+    assert only_error(result).error_number == 26786
+
+
+def test_conflict_on_a_column_outside_every_handler_group_is_ora_26786() -> None:
+    result = reference_apply(
+        _with_handler(ConflictResolution.OVERWRITE),
+        [
+            *ALICE_APPLIED,
+            update(
+                "2.2.2",
+                102,
+                {"ID": "1", "BALANCE": "99", "HOLDER": "Bob"},
+                {"BALANCE": "50", "HOLDER": "Al"},
+            ),
+            commit("2.2.2", 103),
+        ],
+    )
+    error = only_error(result)
+    assert error.error_number == 26786
+    assert "conflicting column(s) BALANCE, HOLDER" in error.error_message
+
+
+def test_handler_resolving_to_null_in_a_not_null_column_is_ora_01407() -> None:
+    table = destination(
+        update_conflict_handlers=(
+            UpdateConflictHandler(ConflictResolution.OVERWRITE, ("STATUS",), "STATUS"),
+        )
+    )
+    result = reference_apply(
+        apply_settings(table),
+        [
+            *ALICE_APPLIED,
+            update("2.2.2", 102, {"ID": "1", "STATUS": "SHUT"}, {"STATUS": None}),
+            commit("2.2.2", 103),
+        ],
+    )
+    assert only_error(result).error_number == 1407
+
+
+# ---------------------------------------------------------------------------------------------
+# Rule 8: errors are per transaction
+# ---------------------------------------------------------------------------------------------
+
+# T1 inserts key 5 and then fails on its own second LCR; T2 inserts key 5 too; T3 is fine.
+T1_FAILS_AFTER_INSERTING_5 = [
+    insert("1.1.1", 100, {**ALICE, "ID": "5"}),
+    update("1.1.1", 101, {"ID": "404"}, {"HOLDER": "nobody"}),  # ORA-26787
+    commit("1.1.1", 102),
+    insert("2.2.2", 103, {**BOB, "ID": "5"}),
+    commit("2.2.2", 104),
+    insert("3.3.3", 105, {**BOB, "ID": "6"}),
+    commit("3.3.3", 106),
+    insert("4.4.4", 107, BOB),  # still open
+]
+
+
+def test_without_disable_on_error_a_later_insert_succeeds_since_the_failed_one_is_removed() -> None:
+    result = reference_apply(apply_settings(disable_on_error=False), T1_FAILS_AFTER_INSERTING_5)
+    assert not result.aborted
+    assert sorted(accounts(result)) == [(5,), (6,)]
+    assert accounts(result)[(5,)]["HOLDER"] == "Bob"
+    error = only_error(result)
+    assert (error.source_transaction_id, error.message_number, error.error_number) == (
+        "1.1.1",
+        2,
+        26787,
+    )
+    assert result.applied_transactions == [(DB, "2.2.2"), (DB, "3.3.3")]
+    assert result.counters == {
+        "received": 8,
+        "applied": 2,
+        "ignored": 0,
+        "rolled_back": 0,
+        "errors": 1,
+    }
+    assert result.low_watermark == result.high_watermark == {DB: 106}
+    assert result.oldest_scn == {DB: 107}
+
+
+def test_disable_on_error_stops_the_apply_at_the_first_error_transaction() -> None:
+    result = reference_apply(apply_settings(disable_on_error=True), T1_FAILS_AFTER_INSERTING_5)
+    assert result.aborted
+    assert accounts(result) == {}
+    assert only_error(result).source_transaction_id == "1.1.1"
+    assert result.applied_transactions == []
+    assert result.counters["applied"] == 0
+    assert result.counters["errors"] == 1
+    assert result.low_watermark == result.high_watermark == {DB: None}
+    assert result.oldest_scn == {DB: 100}  # the failing transaction must be read again
+
+
+def test_after_an_abort_the_watermarks_stay_at_the_last_transaction_before_the_failing_one() -> (
+    None
+):
+    result = reference_apply(
+        apply_settings(),
+        [insert("0.0.1", 90, BOB), commit("0.0.1", 91), *T1_FAILS_AFTER_INSERTING_5],
+    )
+    assert result.aborted
+    assert list(accounts(result)) == [(2,)]
+    assert result.low_watermark == {DB: 91}
+    assert result.oldest_scn == {DB: 100}
+
+
+# ---------------------------------------------------------------------------------------------
+# Rule 9: watermarks per source database
+# ---------------------------------------------------------------------------------------------
+
+
+def test_watermarks_and_oldest_scn_are_per_source_database() -> None:
+    settings = apply_settings(
+        destination(), destination(db=DB2, silver_table="account_2"), disable_on_error=False
+    )
+    result = reference_apply(
+        settings,
+        [
+            insert("1.1.1", 100, ALICE),
+            commit("1.1.1", 101),
+            insert("1.1.1", 50, ALICE, db=DB2),  # DB2 transaction 1.1.1 is open
+            insert("7.7.7", 300, BOB, db=DB2),
+            commit("7.7.7", 301, db=DB2),
+        ],
+    )
+    assert result.low_watermark == result.high_watermark == {DB: 101, DB2: 301}
+    assert result.oldest_scn == {DB: None, DB2: 50}
+    assert list(result.tables["account_2"]) == [(2,)]
+
+
+def test_dependent_transactions_serialization_gives_the_same_result_as_full() -> None:
+    lcrs = T1_FAILS_AFTER_INSERTING_5
+    full = reference_apply(apply_settings(disable_on_error=False), lcrs)
+    dependent = reference_apply(
+        apply_settings(
+            disable_on_error=False,
+            commit_serialization=CommitSerialization.DEPENDENT_TRANSACTIONS,
+        ),
+        lcrs,
+    )
+    assert dependent == full
+
+
+# ---------------------------------------------------------------------------------------------
+# Instantiation copy and malformed input
+# ---------------------------------------------------------------------------------------------
+
+
+def test_initial_rows_are_converted_keyed_and_missing_columns_are_null() -> None:
+    result = reference_apply(
+        apply_settings(),
+        [],
+        initial_rows={
+            "account": [
+                {"ID": "1", "BALANCE": "3.333", "OPENED": "2013-03-31"},
+                {"ID": Decimal("2.0"), "BALANCE": Decimal(4), "OPENED": datetime(2013, 4, 1)},
+            ]
+        },
+    )
+    assert accounts(result) == {
+        (1,): {
+            "ID": 1,
+            "HOLDER": None,
+            "BALANCE": Decimal("3.33"),
+            "STATUS": None,
+            "VERSION": None,
+            "OPENED": datetime(2013, 3, 31),
+        },
+        (2,): {
+            "ID": 2,
+            "HOLDER": None,
+            "BALANCE": Decimal("4.00"),
+            "STATUS": None,
+            "VERSION": None,
+            "OPENED": datetime(2013, 4, 1),
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    "initial_rows",
+    [
+        {"account": [{"ID": "1"}, {"ID": "1.0"}]},
+        {"account": [{"ID": "1", "NICKNAME": "x"}]},
+        {"nowhere": [{"ID": "1"}]},
+    ],
+    ids=["duplicate-key", "unknown-column", "unknown-table"],
+)
+def test_initial_rows_that_cannot_be_loaded_are_refused(initial_rows: Any) -> None:
+    with pytest.raises(ValueError):
+        reference_apply(apply_settings(), [], initial_rows=initial_rows)
+
+
+def test_lob_piecewise_operations_are_not_modelled() -> None:
+    lob_write = row_lcr("LOB WRITE", "1.1.1", 100, new={"ID": "1"}, lob_offset=1)
+    with pytest.raises(NotImplementedError):
+        reference_apply(apply_settings(), [lob_write, commit("1.1.1", 101)])
+
+
+def test_two_commits_at_different_scns_are_refused() -> None:
+    with pytest.raises(ValueError):
+        reference_apply(apply_settings(), [commit("1.1.1", 101), commit("1.1.1", 102)])
+
+
+# ---------------------------------------------------------------------------------------------
+# The workloads of the differential test
+# ---------------------------------------------------------------------------------------------
+
+LCR_VALIDATOR = jsonschema.Draft202012Validator(lcr_json_schema())
+EXPECTED_ERROR_NUMBERS = {1, 904, 1400, 1407, 1438, 1722, 12899, 26687, 26688, 26786, 26787}
+
+
+def test_workloads_are_contract_lcrs_that_the_reference_applier_runs_on() -> None:
+    seen_errors: set[int] = set()
+    seen_outcomes: set[str] = set()
+
+    @hypothesis_settings(
+        max_examples=200,
+        derandomize=True,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(workloads())
+    def check(
+        workload: tuple[ApplySettings, list[dict[str, Any]], dict[str, list[dict[str, Any]]]],
+    ) -> None:
+        settings, lcrs, initial_rows = workload
+        for lcr in lcrs:
+            LCR_VALIDATOR.validate(lcr)
+        result = reference_apply(settings, lcrs, initial_rows)
+        counters = result.counters
+        assert counters["received"] == sum(
+            1 for lcr in lcrs if lcr["source_database_name"] in settings.source_databases
+        )
+        assert counters["applied"] == len(result.applied_transactions)
+        assert counters["errors"] == len(result.errors)
+        assert [e.source_commit_scn for e in result.errors] == sorted(
+            e.source_commit_scn for e in result.errors
+        )
+        for error in result.errors:
+            assert 1 <= error.message_number <= error.message_count == len(error.lcrs)
+        if result.aborted:
+            assert settings.disable_on_error and len(result.errors) == 1
+        seen_errors.update(error.error_number for error in result.errors)
+        seen_outcomes.update(name for name, count in counters.items() if count)
+        seen_outcomes.update(["aborted"] if result.aborted else [])
+        seen_outcomes.update(["open"] if any(result.oldest_scn.values()) else [])
+
+    check()
+    # The workloads reach every error and every outcome (deterministic: derandomize=True).
+    assert seen_errors >= EXPECTED_ERROR_NUMBERS, EXPECTED_ERROR_NUMBERS - seen_errors
+    assert seen_outcomes >= {
+        "applied",
+        "ignored",
+        "rolled_back",
+        "errors",
+        "aborted",
+        "open",
+    }
