@@ -25,7 +25,9 @@ AVERAGE_LINES_PER_TRANSACTION = 4.5
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--lines", type=int, default=1_000_000)
-    parser.add_argument("--work", type=Path, default=None, help="scratch folder (default: a temp dir)")
+    parser.add_argument(
+        "--work", type=Path, default=None, help="scratch folder (default: a temp dir)"
+    )
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="lakeapply-bench-"))
     shutil.rmtree(work, ignore_errors=True)

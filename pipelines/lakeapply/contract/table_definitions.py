@@ -169,5 +169,9 @@ def load_table_definitions(folder: Path) -> tuple[TableDefinition, ...]:
 
 
 def sample_table_definitions() -> tuple[TableDefinition, ...]:
-    """COURSE and STUDENT, the sample source tables."""
-    return load_table_definitions(SCHEMAS_DIR / "tables")
+    """COURSE and STUDENT, the sample source tables (``schemas/tables/us03.*.yml``; the folder
+    also holds the synthetic tables' definitions)."""
+    folder = SCHEMAS_DIR / "tables"
+    return tuple(
+        load_table_definition(folder / f"us03.{name}.yml") for name in ("course", "student")
+    )

@@ -1,0 +1,287 @@
+"""lakeapply.yml: the sample loads, and every invalid configuration fails with a precise message."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from lakeapply.contract.table_definitions import SCHEMAS_DIR, load_table_definition
+from lakeapply.errors import ConfigurationError
+from lakeapply.landing.generator import synthetic_table_definitions
+from lakeapply.silver.config import load_config
+from lakeapply.silver.settings import CommitSerialization, ConflictResolution
+
+REPO = SCHEMAS_DIR.parent
+SAMPLE = REPO / "lakeapply.yml"
+TABLES = SCHEMAS_DIR / "tables"
+
+
+def _table(**overrides: Any) -> dict[str, Any]:
+    table: dict[str, Any] = {
+        "source_database": "ORCL",
+        "source_object": "US03.STUDENT",
+        "silver_table": "orcl_us03_student",
+        "definition": str(TABLES / "us03.student.yml"),
+    }
+    table.update(overrides)
+    return table
+
+
+def _process(name: str = "APPLY_TEST", **overrides: Any) -> dict[str, Any]:
+    process: dict[str, Any] = {
+        "apply_name": name,
+        "source_databases": ["ORCL"],
+        "tables": [_table()],
+    }
+    process.update(overrides)
+    return process
+
+
+def _load(tmp_path: Path, *processes: dict[str, Any]) -> Any:
+    path = tmp_path / "lakeapply.yml"
+    path.write_text(yaml.safe_dump({"apply_processes": list(processes or [_process()])}))
+    return load_config(path)
+
+
+def _fails(tmp_path: Path, where: str, message: str, *processes: dict[str, Any]) -> None:
+    expected = re.escape(f"{tmp_path / 'lakeapply.yml'}: {where}: ") + message
+    with pytest.raises(ConfigurationError, match=expected):
+        _load(tmp_path, *processes)
+
+
+def test_the_sample_configuration_loads_the_demo_apply_process() -> None:
+    (demo,) = load_config(SAMPLE)
+    assert demo.apply_name == "APPLY_DEMO"
+    assert demo.commit_serialization is CommitSerialization.FULL
+    assert demo.disable_on_error is False
+    assert demo.source_databases == ("ORCL", "DBS1.EXAMPLE.COM")
+    assert [t.silver_table for t in demo.tables] == [
+        "orcl_us03_course",
+        "orcl_us03_student",
+        "dbs1_example_com_synth_t001",
+        "dbs1_example_com_synth_t002",
+    ]
+    assert demo.instantiation_scn_for("ORCL", "US03", "STUDENT") == 1621199
+    assert demo.instantiation_scn_for("DBS1.EXAMPLE.COM", "SYNTH", "T002") == 999999
+    assert all(not table.update_conflict_handlers for table in demo.tables)
+
+
+def test_the_synthetic_definition_files_equal_the_generators_definitions() -> None:
+    files = tuple(load_table_definition(TABLES / f"synth.t00{n}.yml") for n in (1, 2))
+    assert files == synthetic_table_definitions(2)
+
+
+def test_a_full_apply_process_maps_onto_the_settings(tmp_path: Path) -> None:
+    table = _table(
+        key_columns=["FIRST_NAME", "SURNAME"],
+        instantiation_scn=20,
+        ignore_scn=20,
+        compare_old_values=[
+            {"columns": ["GENDER"], "operations": ["UPDATE", "DELETE"], "compare": False}
+        ],
+        update_conflict_handlers=[
+            {
+                "method": "MAXIMUM",
+                "column_list": ["TUITION_FEE"],
+                "resolution_column": "TUITION_FEE",
+            }
+        ],
+    )
+    process = _process(
+        parameters={
+            "commit_serialization": "DEPENDENT_TRANSACTIONS",
+            "disable_on_error": "Y",
+            "max_cycle_batches": 3,
+            "max_error_passes": 2,
+        },
+        source_databases=["ORCL", "DBS1.EXAMPLE.COM"],
+        rules={"discard_tagged": True},
+        instantiation={
+            "schemas": [{"source_database": "ORCL", "owner": "US03", "scn": 10}],
+            "global": [{"source_database": "DBS1.EXAMPLE.COM", "scn": 5}],
+        },
+        tables=[table],
+    )
+    (settings,) = _load(tmp_path, process)
+    assert settings.commit_serialization is CommitSerialization.DEPENDENT_TRANSACTIONS
+    assert settings.disable_on_error is True
+    assert (settings.max_cycle_batches, settings.max_error_passes) == (3, 2)
+    assert settings.discard_tagged is True
+    assert settings.schema_instantiation_scns == (("ORCL", "US03", 10),)
+    assert settings.global_instantiation_scns == (("DBS1.EXAMPLE.COM", 5),)
+    (student,) = settings.tables
+    assert student.effective_key == ("FIRST_NAME", "SURNAME")
+    assert student.uncompared_columns == {("GENDER", "UPDATE"), ("GENDER", "DELETE")}
+    handler = student.handler_for("TUITION_FEE")
+    assert handler is not None and handler.method is ConflictResolution.MAXIMUM
+
+
+def test_a_schema_violation_names_the_json_path(tmp_path: Path) -> None:
+    process = _process(parameters={"disable_on_error": "yes"})
+    _fails(
+        tmp_path, "apply_processes/0/parameters/disable_on_error", "'yes' is not one of", process
+    )
+
+
+def test_an_unknown_property_is_rejected(tmp_path: Path) -> None:
+    _fails(
+        tmp_path,
+        "apply_processes/0/tables/0",
+        "Additional properties",
+        _process(tables=[_table(x=1)]),
+    )
+
+
+def test_a_duplicate_apply_name_is_an_error(tmp_path: Path) -> None:
+    _fails(
+        tmp_path,
+        "apply_processes/1/apply_name",
+        r"duplicate apply_name 'APPLY_TEST' \(also apply_processes/0\)",
+        _process(),
+        _process(),
+    )
+
+
+def test_a_table_from_an_unlisted_source_database_is_an_error(tmp_path: Path) -> None:
+    process = _process(tables=[_table(source_database="DBS9")])
+    _fails(
+        tmp_path,
+        "apply_processes/0/tables/0/source_database",
+        r"source database 'DBS9' is not one of the apply process's source_databases \['ORCL'\]",
+        process,
+    )
+
+
+def test_a_source_object_that_does_not_match_its_definition_is_an_error(tmp_path: Path) -> None:
+    process = _process(tables=[_table(source_object="US03.COURSE")])
+    _fails(
+        tmp_path,
+        "apply_processes/0/tables/0/source_object",
+        r"source object 'US03.COURSE' does not match its definition 'US03.STUDENT'",
+        process,
+    )
+
+
+def test_a_missing_definition_file_is_an_error(tmp_path: Path) -> None:
+    process = _process(tables=[_table(definition="nowhere.yml")])
+    _fails(
+        tmp_path,
+        "apply_processes/0/tables/0/definition",
+        r"invalid table definition: .*nowhere\.yml: cannot read table definition",
+        process,
+    )
+
+
+def test_an_unknown_key_column_is_an_error(tmp_path: Path) -> None:
+    process = _process(tables=[_table(key_columns=["SURNAME", "NICKNAME"])])
+    _fails(
+        tmp_path,
+        "apply_processes/0/tables/0/key_columns",
+        r"unknown column\(s\) \['NICKNAME'\] \(not in US03.STUDENT\)",
+        process,
+    )
+
+
+def test_an_unknown_compare_old_values_column_is_an_error(tmp_path: Path) -> None:
+    entry = {"columns": ["NICKNAME"], "operations": ["UPDATE"], "compare": False}
+    process = _process(tables=[_table(compare_old_values=[entry])])
+    _fails(
+        tmp_path,
+        "apply_processes/0/tables/0/compare_old_values/0/columns",
+        r"unknown column\(s\) \['NICKNAME'\]",
+        process,
+    )
+
+
+def test_an_unknown_update_conflict_handler_column_is_an_error(tmp_path: Path) -> None:
+    handler = {"method": "OVERWRITE", "column_list": ["FEE"], "resolution_column": "FEE"}
+    process = _process(tables=[_table(update_conflict_handlers=[handler])])
+    _fails(
+        tmp_path,
+        "apply_processes/0/tables/0/update_conflict_handlers/0/column_list",
+        r"unknown column\(s\) \['FEE'\]",
+        process,
+    )
+
+
+def test_a_column_in_two_update_conflict_handlers_is_an_error(tmp_path: Path) -> None:
+    handlers = [
+        {"method": "MAXIMUM", "column_list": ["TUITION_FEE"], "resolution_column": "TUITION_FEE"},
+        {
+            "method": "DISCARD",
+            "column_list": ["SUBJECT", "TUITION_FEE"],
+            "resolution_column": "SUBJECT",
+        },
+    ]
+    process = _process(tables=[_table(update_conflict_handlers=handlers)])
+    _fails(
+        tmp_path,
+        "apply_processes/0/tables/0/update_conflict_handlers/1/column_list",
+        r"column 'TUITION_FEE' is already in update conflict handler "
+        r"apply_processes/0/tables/0/update_conflict_handlers/0",
+        process,
+    )
+
+
+def test_a_resolution_column_outside_the_column_list_is_an_error(tmp_path: Path) -> None:
+    handler = {"method": "MINIMUM", "column_list": ["SUBJECT"], "resolution_column": "TUITION_FEE"}
+    process = _process(tables=[_table(update_conflict_handlers=[handler])])
+    _fails(
+        tmp_path,
+        "apply_processes/0/tables/0/update_conflict_handlers/0/resolution_column",
+        r"resolution column 'TUITION_FEE' must be one of the column list \['SUBJECT'\]",
+        process,
+    )
+
+
+def test_an_instantiation_scn_below_the_ignore_scn_is_an_error(tmp_path: Path) -> None:
+    process = _process(tables=[_table(instantiation_scn=99, ignore_scn=100)])
+    _fails(
+        tmp_path,
+        "apply_processes/0/tables/0/instantiation_scn",
+        r"the instantiation SCN cannot be set below the object's ignore SCN \(99 < 100\)",
+        process,
+    )
+
+
+def test_a_duplicate_silver_table_within_an_apply_is_an_error(tmp_path: Path) -> None:
+    course = _table(
+        source_object="US03.COURSE",
+        definition=str(TABLES / "us03.course.yml"),
+    )
+    process = _process(tables=[_table(), course])
+    _fails(
+        tmp_path,
+        "apply_processes/0/tables/1/silver_table",
+        r"duplicate silver_table 'orcl_us03_student' \(also apply_processes/0/tables/0\)",
+        process,
+    )
+
+
+def test_the_same_silver_table_in_two_apply_processes_is_allowed(tmp_path: Path) -> None:
+    first, second = _load(tmp_path, _process("APPLY_A"), _process("APPLY_B"))
+    assert first.tables[0].silver_table == second.tables[0].silver_table
+
+
+def test_a_source_object_listed_twice_is_an_error(tmp_path: Path) -> None:
+    process = _process(tables=[_table(), _table(silver_table="other")])
+    _fails(
+        tmp_path,
+        "apply_processes/0/tables/1/source_object",
+        r"US03.STUDENT from ORCL is listed twice \(also apply_processes/0/tables/0\)",
+        process,
+    )
+
+
+def test_an_instantiation_scn_for_an_unlisted_source_database_is_an_error(tmp_path: Path) -> None:
+    process = _process(instantiation={"global": [{"source_database": "DBS9", "scn": 1}]})
+    _fails(
+        tmp_path,
+        "apply_processes/0/instantiation/global/0/source_database",
+        r"source database 'DBS9' is not one of",
+        process,
+    )
