@@ -12,12 +12,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import yaml
 from pyspark.sql import types as T
 
 from lakeapply.contract.identifiers import validate_oracle_identifier
 from lakeapply.contract.oracle_types import OracleType, parse_oracle_type
+from lakeapply.contract.validation import validate_document
 from lakeapply.errors import ConfigurationError
 
 SCHEMAS_DIR = Path(__file__).resolve().parents[3] / "schemas"
@@ -104,14 +104,7 @@ def table_definition_json_schema() -> dict[str, Any]:
 
 def table_definition_from_dict(document: dict[str, Any], origin: str) -> TableDefinition:
     """Validate a parsed YAML/JSON document and build the definition. ``origin`` names it in errors."""
-    errors = sorted(
-        jsonschema.Draft202012Validator(table_definition_json_schema()).iter_errors(document),
-        key=lambda error: list(error.absolute_path),
-    )
-    if errors:
-        error = errors[0]
-        where = "/".join(str(part) for part in error.absolute_path) or "(document)"
-        raise ConfigurationError(f"{origin}: {where}: {error.message}")
+    validate_document(document, table_definition_json_schema(), origin)
     owner = validate_oracle_identifier(document["owner"], f"{origin}: owner")
     name = validate_oracle_identifier(document["name"], f"{origin}: name")
     columns = []

@@ -13,7 +13,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import yaml
 
 from lakeapply.contract.table_definitions import (
@@ -21,6 +20,7 @@ from lakeapply.contract.table_definitions import (
     TableDefinition,
     load_table_definition,
 )
+from lakeapply.contract.validation import validate_document
 from lakeapply.errors import ConfigurationError
 from lakeapply.silver.settings import (
     ApplySettings,
@@ -60,14 +60,7 @@ class _Loader:
     def config(self, document: Any) -> tuple[ApplySettings, ...]:
         if not isinstance(document, dict):
             raise ConfigurationError(f"{self.path}: a configuration must be a mapping")
-        errors = sorted(
-            jsonschema.Draft202012Validator(config_json_schema()).iter_errors(document),
-            key=lambda error: [str(part) for part in error.absolute_path],
-        )
-        if errors:
-            error = errors[0]
-            where = "/".join(str(part) for part in error.absolute_path) or "(document)"
-            raise self.fail(where, error.message)
+        validate_document(document, config_json_schema(), str(self.path))
         settings = []
         seen: dict[str, int] = {}
         for index, process in enumerate(document["apply_processes"]):
