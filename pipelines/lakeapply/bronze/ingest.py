@@ -232,7 +232,7 @@ def read_planned_lines(spark: SparkSession, plan: list[PlannedFile]) -> DataFram
     )
 
 
-def _bronze_rows(classified: DataFrame, batch_id: int, ingested_at: datetime) -> DataFrame:
+def bronze_rows(classified: DataFrame, batch_id: int, ingested_at: datetime) -> DataFrame:
     valid = classified.where(F.col("reason").isNull())
     lcr_columns = [F.col("lcr")[f.name].alias(bronze_column_name(f.name)) for f in LCR_FIELDS]
     return valid.select(
@@ -332,7 +332,7 @@ def ingest(
         by_file = {r.source_file: r for r in stats}
         progress("writing bronze LCRs")
         _append_idempotent(
-            _bronze_rows(lines, batch_id, now),
+            bronze_rows(lines, batch_id, now),
             catalog.bronze_table(LCR_TABLE),
             batch_id,
             lcr_table_schema(),

@@ -1,0 +1,935 @@
+"""The apply engine: one apply cycle as a handful of DataFrame operations, exactly once.
+
+A cycle (docs/silver-design.md has the why):
+
+1. **Plan**: the bronze ingest batches to read (bounded by ``max_cycle_batches``), the spill version
+   and every destination table's Delta version, appended to ``cycles`` (PLANNED) before anything
+   else is written. A crashed cycle is re-run from its plan: same inputs, destination tables read
+   ``VERSION AS OF`` the planned versions, every write idempotent (``txnAppId``/``txnVersion``).
+2. **Assemble** transactions from new bronze LCRs plus the spill (open and deferred transactions).
+3. **Stage** each row LCR of the committed ones (rules, instantiation SCN, keys, static errors).
+4. **Fold** key groups against the current destination rows, in passes: a pass assumes every
+   transaction outside the known-failed set succeeds, so only the earliest newly failing one is
+   certain; it joins the set and the fold runs again (errors are rare, so usually one pass).
+   With ``disable_on_error = Y`` the cycle is cut before the first error and the apply aborts.
+5. **Write**: one MERGE per destination table with changes, the error queue, transaction outcomes,
+   the spill, progress, and last the COMMITTED cycle row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from delta.tables import DeltaTable
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from lakeapply.bronze.ingest import ensure_bronze_tables
+from lakeapply.bronze.tables import LCR_TABLE, lcr_table_schema
+from lakeapply.contract.identifiers import quote
+from lakeapply.contract.oracle_types import TypeFamily
+from lakeapply.contract.table_definitions import ColumnDefinition
+from lakeapply.errors import ApplyAbortedError
+from lakeapply.runtime.catalog import Catalog, ensure_database, ensure_delta_table
+from lakeapply.silver import tables as dictionary
+from lakeapply.silver.fold import FOLD_OUTPUT_SCHEMA, FoldPlan, Position, fold_function
+from lakeapply.silver.settings import ApplySettings, DestinationTable
+from lakeapply.silver.stage import STAGED_COLUMNS, stage_function
+from lakeapply.silver.transactions import assemble_transactions
+
+TXN_APP_ID = "lakeapply-apply"
+CRASH_POINTS = ("plan", "first_merge", "merges", "error_queue", "spill", "progress")
+Progress = Callable[[str], None]
+
+
+class SimulatedApplyCrash(RuntimeError):
+    """Raised by tests (``crash_after``) to stop a cycle between two of its writes."""
+
+
+@dataclass(frozen=True)
+class CycleReport:
+    apply_name: str
+    cycle_id: int
+    resumed: bool
+    received: int
+    applied: int
+    ignored: int
+    rolled_back: int
+    errors: int
+    passes: int
+    tables_merged: int
+    aborted: bool
+    low_watermarks: dict[str, int | None] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------------------------
+# Tables
+# --------------------------------------------------------------------------------------------
+
+
+def ensure_apply_tables(spark: SparkSession, catalog: Catalog) -> None:
+    ensure_bronze_tables(spark, catalog)
+    ensure_database(spark, catalog.apply)
+    for name, schema in dictionary.DICTIONARY_TABLES.items():
+        ensure_delta_table(spark, catalog.apply_table(name), schema)
+
+
+def ensure_destination_tables(
+    spark: SparkSession, catalog: Catalog, settings: ApplySettings
+) -> None:
+    """Create every destination table from its definition (instantiation without a copy)."""
+    ensure_database(spark, catalog.silver)
+    for table in settings.tables:
+        ensure_delta_table(
+            spark, catalog.silver_table(table.silver_table), table.definition.spark_schema()
+        )
+
+
+def _latest_version(spark: SparkSession, qualified: str) -> int:
+    return int(DeltaTable.forName(spark, qualified).history(1).collect()[0]["version"])
+
+
+def _append(frame: DataFrame, table: str, schema: T.StructType, app: str, version: int) -> None:
+    frame.select(*[F.col(quote(f.name)).cast(f.dataType) for f in schema.fields]).write.format(
+        "delta"
+    ).option("txnAppId", app).option("txnVersion", version).mode("append").saveAsTable(table)
+
+
+# --------------------------------------------------------------------------------------------
+# Spark <-> Python text forms of destination values
+# --------------------------------------------------------------------------------------------
+
+
+def spark_text(column: ColumnDefinition, value: Column) -> Column:
+    """A destination value as text that rowops.from_spark_text reads back exactly."""
+    family = column.oracle_type.family
+    if family in (TypeFamily.DATETIME, TypeFamily.DATETIME_TZ):
+        return F.date_format(value, "yyyy-MM-dd HH:mm:ss.SSSSSS")
+    if family in (TypeFamily.BINARY, TypeFamily.LOB_BINARY):
+        return F.hex(value)
+    return value.cast("string")
+
+
+def typed_value(column: ColumnDefinition, text: Column) -> Column:
+    """Canonical text (rowops.to_canonical_text) back to the destination type."""
+    if column.oracle_type.family in (TypeFamily.BINARY, TypeFamily.LOB_BINARY):
+        return F.unhex(text)
+    return text.cast(column.oracle_type.spark_type())
+
+
+def _typed_key_columns(table: DestinationTable, key_json: Column) -> list[Column]:
+    texts = F.from_json(key_json, T.ArrayType(T.StringType()))
+    return [
+        typed_value(table.definition.column(name), texts[index]).alias(name)
+        for index, name in enumerate(table.effective_key)
+    ]
+
+
+def _null_safe_key_match(table: DestinationTable, left: str, right: str) -> str:
+    return " AND ".join(
+        f"{left}.{quote(name)} <=> {right}.{quote(name)}" for name in table.effective_key
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Plan and state
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CyclePlan:
+    cycle_id: int
+    bronze_from_batch: int  # exclusive
+    bronze_to_batch: int  # inclusive
+    spill_version: int
+    table_versions: dict[str, int]
+
+
+def _apply_rows(spark: SparkSession, catalog: Catalog, name: str, apply_name: str) -> DataFrame:
+    return spark.table(catalog.apply_table(name)).where(F.col("apply_name") == apply_name)
+
+
+def apply_status(spark: SparkSession, catalog: Catalog, apply_name: str) -> str:
+    rows = _apply_rows(spark, catalog, dictionary.APPLY_PROCESSES, apply_name).collect()
+    return str(rows[0]["status"]) if rows else "ENABLED"
+
+
+def _set_status(
+    spark: SparkSession,
+    catalog: Catalog,
+    settings: ApplySettings,
+    status: str,
+    error: tuple[int, str] | None = None,
+) -> None:
+    row = spark.createDataFrame(
+        [
+            (
+                settings.apply_name,
+                status,
+                datetime.now(UTC).replace(tzinfo=None),
+                error[0] if error else None,
+                error[1] if error else None,
+                settings.commit_serialization.value,
+                "Y" if settings.disable_on_error else "N",
+                list(settings.source_databases),
+            )
+        ],
+        dictionary.APPLY_PROCESSES_SCHEMA,
+    )
+    (
+        DeltaTable.forName(spark, catalog.apply_table(dictionary.APPLY_PROCESSES))
+        .alias("t")
+        .merge(row.alias("s"), "t.apply_name = s.apply_name")
+        .whenMatchedUpdateAll()
+        .whenNotMatchedInsertAll()
+        .execute()
+    )
+
+
+def start_apply(spark: SparkSession, catalog: Catalog, settings: ApplySettings) -> None:
+    """DBMS_APPLY_ADM.START_APPLY: enable (and resume after the failed transaction, if aborted)."""
+    ensure_apply_tables(spark, catalog)
+    _set_status(spark, catalog, settings, "ENABLED")
+
+
+def stop_apply(spark: SparkSession, catalog: Catalog, settings: ApplySettings) -> None:
+    ensure_apply_tables(spark, catalog)
+    _set_status(spark, catalog, settings, "DISABLED")
+
+
+def _plan(
+    spark: SparkSession, catalog: Catalog, settings: ApplySettings
+) -> tuple[CyclePlan, bool] | None:
+    cycles = _apply_rows(spark, catalog, dictionary.CYCLES, settings.apply_name)
+    last = cycles.agg(F.max("cycle_id")).collect()[0][0]
+    if last is not None:
+        phases = {r.phase: r for r in cycles.where(F.col("cycle_id") == last).collect()}
+        if "COMMITTED" not in phases:
+            planned = phases["PLANNED"]
+            return (
+                CyclePlan(
+                    last,
+                    planned.bronze_from_batch,
+                    planned.bronze_to_batch,
+                    int(planned.table_versions_before["__spill__"]),
+                    {k: v for k, v in planned.table_versions_before.items() if k != "__spill__"},
+                ),
+                True,
+            )
+        from_batch = int(phases["COMMITTED"].bronze_to_batch)
+    else:
+        from_batch = 0
+    newest = (
+        spark.table(catalog.bronze_table("ingest_log"))
+        .where(F.col("phase") == "COMMITTED")
+        .agg(F.max("batch_id"))
+        .collect()[0][0]
+        or 0
+    )
+    to_batch = min(int(newest), from_batch + settings.max_cycle_batches)
+    spill = _apply_rows(spark, catalog, dictionary.SPILL, settings.apply_name)
+    if (
+        to_batch == from_batch
+        and spill.where(F.col("command_type") == "COMMIT").limit(1).count() == 0
+    ):
+        return None
+    versions = {
+        table.silver_table: _latest_version(spark, catalog.silver_table(table.silver_table))
+        for table in settings.tables
+    }
+    plan = CyclePlan(
+        (last or 0) + 1,
+        from_batch,
+        to_batch,
+        _latest_version(spark, catalog.apply_table(dictionary.SPILL)),
+        versions,
+    )
+    row = spark.createDataFrame(
+        [
+            (
+                settings.apply_name,
+                plan.cycle_id,
+                "PLANNED",
+                plan.bronze_from_batch,
+                plan.bronze_to_batch,
+                {**plan.table_versions, "__spill__": plan.spill_version},
+                None,
+                datetime.now(UTC).replace(tzinfo=None),
+            )
+        ],
+        dictionary.CYCLES_SCHEMA,
+    )
+    _append(
+        row,
+        catalog.apply_table(dictionary.CYCLES),
+        dictionary.CYCLES_SCHEMA,
+        f"{TXN_APP_ID}:{settings.apply_name}:plan",
+        plan.cycle_id,
+    )
+    return plan, False
+
+
+def _previous_progress(
+    spark: SparkSession, catalog: Catalog, settings: ApplySettings, cycle_id: int
+) -> dict[str, Any]:
+    """source database -> the progress row of the last committed cycle before this one."""
+    rows = (
+        _apply_rows(spark, catalog, dictionary.PROGRESS, settings.apply_name)
+        .where(F.col("cycle_id") < cycle_id)
+        .withColumn(
+            "rank",
+            F.row_number().over(Window.partitionBy("source_database").orderBy(F.desc("cycle_id"))),
+        )
+        .where(F.col("rank") == 1)
+        .collect()
+    )
+    return {r.source_database: r for r in rows}
+
+
+# --------------------------------------------------------------------------------------------
+# The cycle
+# --------------------------------------------------------------------------------------------
+
+
+def _settings_frame(spark: SparkSession, settings: ApplySettings) -> DataFrame:
+    return spark.createDataFrame(
+        [
+            (t.source_database, t.definition.owner, t.definition.name, t.silver_table)
+            for t in settings.tables
+        ],
+        "source_database_name string, object_owner string, object_name string, silver_table string",
+    )
+
+
+def _messages(
+    lcrs: DataFrame, committed: DataFrame, settings: ApplySettings, spark: SparkSession
+) -> DataFrame:
+    """Row LCRs of committed transactions that pass the rules (D2), numbered in apply order."""
+    rows = lcrs.where(F.col("lcr_kind") == "ROW")
+    if settings.discard_tagged:
+        rows = rows.where(F.col("tag").isNull())
+    rows = (
+        rows.drop("commit_scn")
+        .join(
+            F.broadcast(_settings_frame(spark, settings)),
+            ["source_database_name", "object_owner", "object_name"],
+        )
+        .join(
+            committed.select("source_database_name", "transaction_id", "commit_scn"),
+            ["source_database_name", "transaction_id"],
+        )
+    )
+    order = Window.partitionBy("source_database_name", "transaction_id").orderBy(
+        "scn", F.coalesce("position", F.lit("")), "ingest_batch_id", "source_file", "line_number"
+    )
+    return rows.withColumn("message_number", F.row_number().over(order))
+
+
+def _fold_input(
+    spark: SparkSession,
+    catalog: Catalog,
+    settings: ApplySettings,
+    staged: DataFrame,
+    plan: CyclePlan,
+) -> DataFrame:
+    """Staged LCRs plus the current destination rows of every key they address, with group ids."""
+    moving_tables = {
+        r.silver_table
+        for r in staged.where(F.col("moved_key_text").isNotNull())
+        .select("silver_table")
+        .distinct()
+        .collect()
+    }
+    group_id = (
+        F.when(F.col("silver_table").isin(*moving_tables), F.lit("*")).otherwise(F.col("key_text"))
+        if moving_tables
+        else F.col("key_text")
+    )
+    lcr_part = staged.withColumn("group_id", F.coalesce(group_id, F.lit("!static")))
+    keys = (
+        lcr_part.select("silver_table", "group_id", F.col("key_text"))
+        .unionByName(
+            lcr_part.select("silver_table", "group_id", F.col("moved_key_text").alias("key_text"))
+        )
+        .where(F.col("key_text").isNotNull())
+        .distinct()
+    )
+    current_parts = []
+    seen: set[str] = set()
+    for table in settings.tables:
+        if table.silver_table in seen:
+            continue
+        seen.add(table.silver_table)
+        name = catalog.silver_table(table.silver_table)
+        version = plan.table_versions[table.silver_table]
+        destination = spark.read.format("delta").option("versionAsOf", version).table(name)
+        wanted = keys.where(F.col("silver_table") == table.silver_table).select(
+            "silver_table", "group_id", "key_text", *_typed_key_columns(table, F.col("key_text"))
+        )
+        matched = wanted.alias("k").join(
+            destination.alias("d"),
+            F.expr(_null_safe_key_match(table, "k", "d")),
+        )
+        row_map = F.to_json(
+            F.create_map(
+                *[
+                    part
+                    for column in table.definition.columns
+                    for part in (
+                        F.lit(column.name),
+                        spark_text(column, F.col("d." + quote(column.name))),
+                    )
+                ]
+            )
+        )
+        current_parts.append(
+            matched.select(
+                F.col("k.silver_table").alias("silver_table"),
+                F.col("k.group_id").alias("group_id"),
+                F.col("k.key_text").alias("key_text"),
+                row_map.alias("row_json"),
+            )
+        )
+    current = current_parts[0]
+    for part in current_parts[1:]:
+        current = current.unionByName(part)
+    lcr_rows = lcr_part.select(
+        F.lit("LCR").alias("kind"),
+        "silver_table",
+        "group_id",
+        "key_text",
+        F.lit(None).cast("string").alias("row_json"),
+        "source_database_name",
+        "transaction_id",
+        "commit_scn",
+        "message_number",
+        "command_type",
+        "object_owner",
+        "object_name",
+        "old_json",
+        "new_json",
+        "discarded",
+        "static_error_number",
+        "static_error_message",
+    )
+    return lcr_rows.unionByName(
+        current.select(F.lit("ROW").alias("kind"), "*"), allowMissingColumns=True
+    )
+
+
+def _run_fold(fold_input: DataFrame, plan: FoldPlan, buckets: int) -> DataFrame:
+    bucket = F.pmod(F.hash("silver_table", "group_id"), F.lit(buckets))
+    return (
+        fold_input.withColumn("bucket", bucket)
+        .groupBy("bucket")
+        .applyInPandas(fold_function(plan), FOLD_OUTPUT_SCHEMA)
+    )
+
+
+def _earliest(errors: list[Any]) -> dict[tuple[str, str], Any]:
+    """transaction -> its first failing message (lowest message number) among fold errors."""
+    first: dict[tuple[str, str], Any] = {}
+    for error in errors:
+        key = (error.source_database_name, error.transaction_id)
+        if key not in first or error.message_number < first[key].message_number:
+            first[key] = error
+    return first
+
+
+def _position(error: Any) -> Position:
+    return (int(error.commit_scn), str(error.source_database_name), str(error.transaction_id))
+
+
+def apply_cycle(
+    spark: SparkSession,
+    catalog: Catalog,
+    settings: ApplySettings,
+    progress: Progress = lambda _: None,
+    crash_after: str | None = None,
+) -> CycleReport | None:
+    """Run one apply cycle (see the module docstring); None when there is nothing to apply."""
+    ensure_apply_tables(spark, catalog)
+    ensure_destination_tables(spark, catalog, settings)
+    if apply_status(spark, catalog, settings.apply_name) in ("ABORTED", "DISABLED"):
+        raise ApplyAbortedError(
+            f"apply process {settings.apply_name} is "
+            f"{apply_status(spark, catalog, settings.apply_name)}: fix the cause, then start it "
+            "(lakeapply admin start-apply)"
+        )
+    planned = _plan(spark, catalog, settings)
+    if planned is None:
+        return None
+    plan, resumed = planned
+    if crash_after == "plan":
+        raise SimulatedApplyCrash("after plan")
+    apply_name = settings.apply_name
+    app = f"{TXN_APP_ID}:{apply_name}"
+    sources = list(settings.source_databases)
+    progress(
+        f"cycle {plan.cycle_id}: bronze batches {plan.bronze_from_batch + 1}..{plan.bronze_to_batch}"
+    )
+
+    new_lcrs = spark.table(catalog.bronze_table(LCR_TABLE)).where(
+        (F.col("ingest_batch_id") > plan.bronze_from_batch)
+        & (F.col("ingest_batch_id") <= plan.bronze_to_batch)
+        & F.col("source_database_name").isin(*sources)
+    )
+    spill = (
+        spark.read.format("delta")
+        .option("versionAsOf", plan.spill_version)
+        .table(catalog.apply_table(dictionary.SPILL))
+        .where(F.col("apply_name") == apply_name)
+        .drop("apply_name")
+    )
+    lcrs = new_lcrs.unionByName(spill).persist(StorageLevel.MEMORY_AND_DISK)
+    transactions = assemble_transactions(lcrs).persist(StorageLevel.MEMORY_AND_DISK)
+    committed = transactions.where(F.col("state") == "COMMITTED")
+
+    messages = _messages(lcrs, committed, settings, spark)
+    to_stage = messages.select(
+        "*",
+        F.to_json("old_values").alias("old_json"),
+        F.to_json("new_values").alias("new_json"),
+    )
+    staged_schema = T.StructType(
+        to_stage.schema.fields + T._parse_datatype_string(STAGED_COLUMNS).fields  # type: ignore[attr-defined]
+    )
+    staged = to_stage.mapInPandas(stage_function(settings), staged_schema).persist(
+        StorageLevel.MEMORY_AND_DISK
+    )
+    fold_input = _fold_input(spark, catalog, settings, staged, plan).persist(
+        StorageLevel.MEMORY_AND_DISK
+    )
+    buckets = int(spark.conf.get("spark.sql.shuffle.partitions") or 4)
+
+    # Fold passes (design-notes 1): only the earliest newly failing transaction is certain, and
+    # so is everything before it. ``cut`` is the last transaction this cycle processes.
+    failed: dict[tuple[str, str], Any] = {}
+    cut: Position | None = None
+    passes = 0
+    while True:
+        passes += 1
+        errors = _earliest(
+            _run_fold(fold_input, FoldPlan(settings, frozenset(failed), None), buckets)
+            .where(F.col("kind") == "ERROR")
+            .collect()
+        )
+        failed = {key: errors.get(key, known) for key, known in failed.items()}  # exact state
+        new_failures = sorted(
+            (error for key, error in errors.items() if key not in failed), key=_position
+        )
+        if not new_failures:
+            break
+        first = new_failures[0]
+        failed[(first.source_database_name, first.transaction_id)] = first
+        if settings.disable_on_error or passes >= settings.max_error_passes:
+            cut = _position(first)  # what follows it waits (Y: until start_apply)
+            break
+    aborted_error = None
+    if settings.disable_on_error and failed:
+        aborted_error = failed[min(failed, key=lambda key: _position(failed[key]))]
+    final_rows = (
+        _run_fold(fold_input, FoldPlan(settings, frozenset(failed), cut), buckets)
+        .where(F.col("kind") == "ROW")
+        .persist(StorageLevel.MEMORY_AND_DISK)
+    )
+    progress(f"cycle {plan.cycle_id}: {passes} fold pass(es), {len(failed)} error transaction(s)")
+
+    # --- destination tables: one MERGE each, idempotent per cycle ---------------------------
+    changed_tables = {
+        r.silver_table for r in final_rows.select("silver_table").distinct().collect()
+    }
+    merged = 0
+    versions_after = dict(plan.table_versions)
+    seen: set[str] = set()
+    for table in settings.tables:
+        if table.silver_table in seen:
+            continue
+        seen.add(table.silver_table)
+        name = catalog.silver_table(table.silver_table)
+        if table.silver_table in changed_tables:
+            _merge_table(
+                spark, name, table, final_rows, f"{app}:{table.silver_table}", plan.cycle_id
+            )
+            merged += 1
+            if crash_after == "first_merge":
+                raise SimulatedApplyCrash("after the first MERGE")
+        versions_after[table.silver_table] = _latest_version(spark, name)
+    if crash_after == "merges":
+        raise SimulatedApplyCrash("after the MERGEs")
+
+    # --- outcomes, error queue ------------------------------------------------------------------
+    now = datetime.now(UTC).replace(tzinfo=None)
+    position_cut = cut
+    committed_rows = committed.select(
+        "source_database_name", "transaction_id", "commit_scn", "first_scn", "commit_source_time"
+    )
+    if position_cut is not None:
+        scn, database, txn = position_cut
+        before_cut = (F.col("commit_scn") < scn) | (
+            (F.col("commit_scn") == scn)
+            & (
+                (F.col("source_database_name") < database)
+                | ((F.col("source_database_name") == database) & (F.col("transaction_id") <= txn))
+            )
+        )
+    else:
+        before_cut = F.lit(True)
+    failed_frame = spark.createDataFrame(
+        [
+            (k[0], k[1], int(e.message_number), int(e.error_number), str(e.error_message))
+            for k, e in failed.items()
+        ],
+        "source_database_name string, transaction_id string, failing_message long, "
+        "error_number long, error_message string",
+    )
+    message_counts = staged.groupBy("source_database_name", "transaction_id").agg(
+        F.count(F.lit(1)).alias("message_count"),
+        F.count(F.when(F.col("discarded"), 1)).alias("discarded"),
+    )
+    ddl_counts = (
+        lcrs.where(F.col("lcr_kind") == "DDL")
+        .where(F.col("tag").isNull() if settings.discard_tagged else F.lit(True))
+        .groupBy("source_database_name", "transaction_id")
+        .agg(F.count(F.lit(1)).alias("ddl_count"))
+    )
+    processed = (
+        committed_rows.join(failed_frame, ["source_database_name", "transaction_id"], "left")
+        .join(message_counts, ["source_database_name", "transaction_id"], "left")
+        .join(ddl_counts, ["source_database_name", "transaction_id"], "left")
+        .where(before_cut)
+        .select(
+            "*",
+            F.when(F.col("error_number").isNotNull(), F.lit("ERROR"))
+            .when(
+                (F.coalesce("discarded", F.lit(0)) > 0)
+                & (F.coalesce("message_count", F.lit(0)) == F.coalesce("discarded", F.lit(0)))
+                & (F.coalesce("ddl_count", F.lit(0)) == 0),
+                F.lit("IGNORED"),
+            )
+            .otherwise(F.lit("APPLIED"))
+            .alias("outcome"),
+        )
+        .persist(StorageLevel.MEMORY_AND_DISK)
+    )
+    transactions_rows = processed.select(
+        F.lit(apply_name).alias("apply_name"),
+        F.col("source_database_name").alias("source_database"),
+        "transaction_id",
+        "commit_scn",
+        "first_scn",
+        F.try_to_timestamp("commit_source_time").alias("commit_time"),
+        "outcome",
+        F.coalesce("message_count", F.lit(0)).alias("message_count"),
+        F.lit(plan.cycle_id).alias("cycle_id"),
+        F.lit(now).alias("applied_at"),
+    )
+    _append(
+        transactions_rows,
+        catalog.apply_table(dictionary.TRANSACTIONS),
+        dictionary.TRANSACTIONS_SCHEMA,
+        f"{app}:transactions",
+        plan.cycle_id,
+    )
+    errors_rows = (
+        processed.where(F.col("outcome") == "ERROR")
+        .withColumn(
+            "local_transaction_id",
+            F.concat_ws(
+                ".",
+                F.lit(str(plan.cycle_id)),
+                F.row_number()
+                .over(Window.orderBy("commit_scn", "source_database_name", "transaction_id"))
+                .cast("string"),
+            ),
+        )
+        .persist(StorageLevel.MEMORY_AND_DISK)
+    )
+    _append(
+        errors_rows.select(
+            F.lit(apply_name).alias("apply_name"),
+            F.lit(f"{apply_name}_QUEUE").alias("queue_name"),
+            "local_transaction_id",
+            F.col("source_database_name").alias("source_database"),
+            F.col("transaction_id").alias("source_transaction_id"),
+            F.col("commit_scn").alias("source_commit_scn"),
+            F.col("failing_message").alias("message_number"),
+            "error_number",
+            "error_message",
+            F.lit(0).alias("recipient_id"),
+            F.lit("LAKEAPPLY").alias("recipient_name"),
+            F.coalesce("message_count", F.lit(0)).alias("message_count"),
+            F.lit(now).alias("error_creation_time"),
+            F.lit(plan.cycle_id).alias("cycle_id"),
+        ),
+        catalog.apply_table(dictionary.ERROR_QUEUE),
+        dictionary.ERROR_QUEUE_SCHEMA,
+        f"{app}:error_queue",
+        plan.cycle_id,
+    )
+    error_messages = staged.join(
+        errors_rows.select("source_database_name", "transaction_id", "local_transaction_id"),
+        ["source_database_name", "transaction_id"],
+    ).select(
+        F.lit(apply_name).alias("apply_name"),
+        "local_transaction_id",
+        "message_number",
+        *[F.col(quote(f.name)) for f in lcr_table_schema().fields],
+    )
+    _append(
+        error_messages,
+        catalog.apply_table(dictionary.ERROR_MESSAGES),
+        dictionary.ERROR_MESSAGES_SCHEMA,
+        f"{app}:error_messages",
+        plan.cycle_id,
+    )
+    if crash_after == "error_queue":
+        raise SimulatedApplyCrash("after the error queue")
+
+    # --- spill: open transactions and the committed ones not processed (cut) -------------------
+    processed_keys = processed.select("source_database_name", "transaction_id")
+    keep = (
+        transactions.where(F.col("state").isin("OPEN", "COMMITTED"))
+        .select("source_database_name", "transaction_id")
+        .join(processed_keys, ["source_database_name", "transaction_id"], "left_anti")
+    )
+    new_spill = lcrs.join(keep, ["source_database_name", "transaction_id"], "left_semi").select(
+        F.lit(apply_name).alias("apply_name"),
+        *[F.col(quote(f.name)) for f in lcr_table_schema().fields],
+    )
+    new_spill.write.format("delta").mode("overwrite").option(
+        "replaceWhere", f"apply_name = '{apply_name.replace(chr(39), '')}'"
+    ).option("txnAppId", f"{app}:spill").option("txnVersion", plan.cycle_id).saveAsTable(
+        catalog.apply_table(dictionary.SPILL)
+    )
+    if crash_after == "spill":
+        raise SimulatedApplyCrash("after the spill")
+
+    # --- progress, status, and the cycle's commit ---------------------------------------------
+    previous = _previous_progress(spark, catalog, settings, plan.cycle_id)
+    per_source = {
+        r.source_database_name: r
+        for r in processed.groupBy("source_database_name")
+        .agg(
+            F.max_by("commit_scn", "commit_scn").alias("lwm"),
+            F.max_by("commit_source_time", "commit_scn").alias("lwm_time"),
+            F.count(F.when(F.col("outcome") == "APPLIED", 1)).alias("applied"),
+            F.count(F.when(F.col("outcome") == "IGNORED", 1)).alias("ignored"),
+            F.count(F.when(F.col("outcome") == "ERROR", 1)).alias("errors"),
+        )
+        .collect()
+    }
+    received = {
+        r.source_database_name: (r.received, r.rolled_back)
+        for r in new_lcrs.groupBy("source_database_name")
+        .agg(
+            F.count(F.lit(1)).alias("received"),
+            F.count_distinct(
+                F.when(F.col("command_type") == "ROLLBACK", F.col("transaction_id"))
+            ).alias("rolled_back"),
+        )
+        .collect()
+    }
+    pending = transactions.join(keep, ["source_database_name", "transaction_id"], "left_semi")
+    if aborted_error is not None:
+        aborted_transaction = transactions.where(
+            (F.col("source_database_name") == aborted_error.source_database_name)
+            & (F.col("transaction_id") == aborted_error.transaction_id)
+        )
+        pending = pending.unionByName(aborted_transaction)
+    oldest = {
+        r.source_database_name: r
+        for r in pending.groupBy("source_database_name")
+        .agg(F.min(F.struct("first_scn", "transaction_id")).alias("oldest"))
+        .collect()
+    }
+    status = "ABORTED" if aborted_error is not None else "ENABLED"
+    progress_rows = []
+    watermarks: dict[str, int | None] = {}
+    totals = {"applied": 0, "ignored": 0, "errors": 0, "received": 0, "rolled_back": 0}
+    for source in sources:
+        before = previous.get(source)
+        now_source = per_source.get(source)
+        lwm = now_source.lwm if now_source else (before.low_watermark if before else None)
+        lwm_time = (
+            _parse_time(now_source.lwm_time)
+            if now_source
+            else (before.low_watermark_time if before else None)
+        )
+        got, rolled = received.get(source, (0, 0))
+        counts = {
+            "received": got,
+            "applied": now_source.applied if now_source else 0,
+            "ignored": now_source.ignored if now_source else 0,
+            "rolled_back": rolled,
+            "errors": now_source.errors if now_source else 0,
+        }
+        for name, value in counts.items():
+            totals[name] += value
+        oldest_row = oldest.get(source)
+        watermarks[source] = lwm
+        progress_rows.append(
+            (
+                apply_name,
+                source,
+                plan.cycle_id,
+                lwm,
+                lwm_time,
+                lwm,
+                lwm_time,
+                oldest_row.oldest.first_scn if oldest_row else None,
+                oldest_row.oldest.transaction_id if oldest_row else None,
+                oldest_row.oldest.first_scn if oldest_row else None,
+                now,
+                (before.total_received if before else 0) + counts["received"],
+                (before.total_applied if before else 0) + counts["applied"],
+                (before.total_ignored if before else 0) + counts["ignored"],
+                (before.total_rolled_back if before else 0) + counts["rolled_back"],
+                (before.total_errors if before else 0) + counts["errors"],
+                status,
+                versions_after,
+            )
+        )
+    _append(
+        spark.createDataFrame(progress_rows, dictionary.PROGRESS_SCHEMA),
+        catalog.apply_table(dictionary.PROGRESS),
+        dictionary.PROGRESS_SCHEMA,
+        f"{app}:progress",
+        plan.cycle_id,
+    )
+    if crash_after == "progress":
+        raise SimulatedApplyCrash("after progress")
+    if aborted_error is not None:
+        _set_status(
+            spark,
+            catalog,
+            settings,
+            "ABORTED",
+            (int(aborted_error.error_number), str(aborted_error.error_message)),
+        )
+    commit_row = spark.createDataFrame(
+        [
+            (
+                apply_name,
+                plan.cycle_id,
+                "COMMITTED",
+                plan.bronze_from_batch,
+                plan.bronze_to_batch,
+                {**plan.table_versions, "__spill__": plan.spill_version},
+                versions_after,
+                now,
+            )
+        ],
+        dictionary.CYCLES_SCHEMA,
+    )
+    _append(
+        commit_row,
+        catalog.apply_table(dictionary.CYCLES),
+        dictionary.CYCLES_SCHEMA,
+        f"{app}:commit",
+        plan.cycle_id,
+    )
+    for frame in (lcrs, transactions, staged, fold_input, final_rows, processed, errors_rows):
+        frame.unpersist()
+    return CycleReport(
+        apply_name,
+        plan.cycle_id,
+        resumed,
+        totals["received"],
+        totals["applied"],
+        totals["ignored"],
+        totals["rolled_back"],
+        totals["errors"],
+        passes,
+        merged,
+        aborted_error is not None,
+        watermarks,
+    )
+
+
+def _parse_time(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    try:
+        return datetime.fromisoformat(text).replace(tzinfo=None)
+    except ValueError:
+        return None
+
+
+def _merge_table(
+    spark: SparkSession,
+    name: str,
+    table: DestinationTable,
+    final_rows: DataFrame,
+    app_id: str,
+    cycle_id: int,
+) -> None:
+    """One MERGE of the cycle's final rows into one destination table, idempotent per cycle."""
+    values = F.from_json(F.col("row_json"), "map<string,string>")
+    source = final_rows.where(F.col("silver_table") == table.silver_table).select(
+        F.col("action").alias("__lakeapply_action"),
+        *[
+            F.coalesce(
+                typed_value(column, values[column.name]),
+                typed_value(
+                    column,
+                    F.from_json("key_text", T.ArrayType(T.StringType()))[
+                        table.effective_key.index(column.name)
+                    ],
+                )
+                if column.name in table.effective_key
+                else F.lit(None).cast(column.oracle_type.spark_type()),
+            ).alias(column.name)
+            for column in table.definition.columns
+        ],
+    )
+    columns: dict[str, str | Column] = {
+        quote(c.name): F.col("s." + quote(c.name)) for c in table.definition.columns
+    }
+    spark.conf.set("spark.databricks.delta.write.txnAppId", app_id)
+    spark.conf.set("spark.databricks.delta.write.txnVersion", str(cycle_id))
+    try:
+        (
+            DeltaTable.forName(spark, name)
+            .alias("t")
+            .merge(source.alias("s"), _null_safe_key_match(table, "t", "s"))
+            .whenMatchedDelete(condition="s.__lakeapply_action = 'DELETE'")
+            .whenMatchedUpdate(set=columns)
+            .whenNotMatchedInsert(condition="s.__lakeapply_action = 'UPSERT'", values=columns)
+            .execute()
+        )
+    finally:
+        spark.conf.unset("spark.databricks.delta.write.txnAppId")
+        spark.conf.unset("spark.databricks.delta.write.txnVersion")
+
+
+def run_apply(
+    spark: SparkSession,
+    catalog: Catalog,
+    settings: ApplySettings,
+    progress: Progress = lambda _: None,
+) -> list[CycleReport]:
+    """Apply cycles until bronze has nothing new for this apply process, or it aborts."""
+    reports: list[CycleReport] = []
+    while True:
+        report = apply_cycle(spark, catalog, settings, progress)
+        if report is None:
+            return reports
+        reports.append(report)
+        if report.aborted:
+            return reports
+
+
+def load_initial_copy(
+    spark: SparkSession, catalog: Catalog, table: DestinationTable, rows: DataFrame
+) -> None:
+    """Instantiation: append an initial copy (typed like the destination) to an empty table."""
+    schema = table.definition.spark_schema()
+    rows.select(*[F.col(quote(f.name)).cast(f.dataType) for f in schema.fields]).write.format(
+        "delta"
+    ).mode("append").saveAsTable(catalog.silver_table(table.silver_table))

@@ -1,0 +1,209 @@
+"""The fold: what the changes of one cycle do to the rows they touch, one key group at a time.
+
+Runs on the executors (``applyInPandas`` over buckets of key groups). A key group is every change
+to one destination key, or to a whole table in a cycle where some update moves rows between keys.
+Within a group, transactions are replayed in CSCN order and each one's LCRs in message order,
+against the group's current destination rows; a transaction that fails in the group is rolled back
+there. Transactions known to fail (``failed``) are still evaluated, to find their first failing
+message, then always rolled back: the engine's passes (engine.py) make that set exact.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from lakeapply.silver.rowops import (
+    ApplyRowError,
+    Key,
+    Row,
+    apply_row_lcr,
+    from_spark_text,
+    to_canonical_text,
+)
+from lakeapply.silver.settings import ApplySettings, DestinationTable
+
+TransactionId = tuple[str, str]  # (source database, transaction id)
+Position = tuple[int, str, str]  # (commit SCN, source database, transaction id): apply order
+
+FOLD_OUTPUT_SCHEMA = (
+    "kind string, silver_table string, key_text string, action string, row_json string, "
+    "source_database_name string, transaction_id string, commit_scn long, message_number long, "
+    "error_number long, error_message string"
+)
+
+_MISSING = object()
+
+
+class _JournalRows(dict[Key, Row]):
+    """Rows that remember their value before the current transaction, to roll it back."""
+
+    def __init__(self, rows: dict[Key, Row]) -> None:
+        super().__init__(rows)
+        self.journal: dict[Key, Any] = {}
+
+    def __setitem__(self, key: Key, value: Row) -> None:
+        self.journal.setdefault(key, self.get(key, _MISSING))
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key: Key) -> None:
+        self.journal.setdefault(key, self.get(key, _MISSING))
+        super().__delitem__(key)
+
+    def commit(self) -> None:
+        self.journal.clear()
+
+    def rollback(self) -> None:
+        for key, value in self.journal.items():
+            if value is _MISSING:
+                super().pop(key, None)
+            else:
+                super().__setitem__(key, value)
+        self.journal.clear()
+
+
+@dataclass(frozen=True)
+class FoldPlan:
+    """What one pass assumes: the transactions known to fail, and where the cycle is cut."""
+
+    settings: ApplySettings
+    failed: frozenset[TransactionId]
+    cut: Position | None  # the last transaction processed this cycle; later ones wait
+
+
+def _key_of(table: DestinationTable, key_text: str) -> Key:
+    texts = json.loads(key_text)
+    return tuple(
+        from_spark_text(table.definition.column(column), text)
+        for column, text in zip(table.effective_key, texts, strict=True)
+    )
+
+
+def key_text(table: DestinationTable, key: Key) -> str:
+    """The canonical JSON text of a key (what Spark joins and groups on)."""
+    return json.dumps(
+        [
+            to_canonical_text(table.definition.column(column), value)
+            for column, value in zip(table.effective_key, key, strict=True)
+        ]
+    )
+
+
+def _row_json(table: DestinationTable, row: Row) -> str:
+    return json.dumps({c.name: to_canonical_text(c, row[c.name]) for c in table.definition.columns})
+
+
+def _fold_group(
+    plan: FoldPlan, table: DestinationTable, records: list[dict[str, Any]]
+) -> list[tuple[Any, ...]]:
+    definition = table.definition
+    initial: dict[Key, Row] = {}
+    for record in records:
+        if record["kind"] == "ROW":
+            texts = json.loads(record["row_json"])
+            initial[_key_of(table, record["key_text"])] = {
+                c.name: from_spark_text(c, texts.get(c.name)) for c in definition.columns
+            }
+    rows = _JournalRows(dict(initial))
+    out: list[tuple[Any, ...]] = []
+    messages = sorted(
+        (record for record in records if record["kind"] == "LCR"),
+        key=lambda r: (
+            r["commit_scn"],
+            r["source_database_name"],
+            r["transaction_id"],
+            r["message_number"],
+        ),
+    )
+    transactions: dict[Position, list[dict[str, Any]]] = {}
+    for message in messages:
+        position = (
+            int(message["commit_scn"]),
+            str(message["source_database_name"]),
+            str(message["transaction_id"]),
+        )
+        transactions.setdefault(position, []).append(message)
+    for position, transaction in transactions.items():
+        if plan.cut is not None and position > plan.cut:
+            break
+        _, database, transaction_id = position
+        failed = False
+        for message in transaction:
+            if message["discarded"]:
+                continue
+            try:
+                if message["static_error_number"] is not None:
+                    raise ApplyRowError(
+                        int(message["static_error_number"]), str(message["static_error_message"])
+                    )
+                lcr = {
+                    "command_type": message["command_type"],
+                    "old_values": json.loads(message["old_json"]) if message["old_json"] else None,
+                    "new_values": json.loads(message["new_json"]) if message["new_json"] else None,
+                }
+                # A silver table fed by several sources: each source's own settings apply.
+                lcr_table = plan.settings.table_for(
+                    database, message["object_owner"], message["object_name"]
+                )
+                apply_row_lcr(lcr_table or table, rows, lcr)
+            except ApplyRowError as error:
+                out.append(
+                    (
+                        "ERROR",
+                        table.silver_table,
+                        None,
+                        None,
+                        None,
+                        database,
+                        transaction_id,
+                        position[0],
+                        int(message["message_number"]),
+                        error.error_number,
+                        error.text,
+                    )
+                )
+                failed = True
+                break
+        if failed or (database, transaction_id) in plan.failed:
+            rows.rollback()
+        else:
+            rows.commit()
+    for key in set(initial) | set(rows):
+        before, after = initial.get(key), rows.get(key)
+        if before == after:
+            continue
+        text = key_text(table, key)
+        if after is None:
+            out.append(("ROW", table.silver_table, text, "DELETE", None) + (None,) * 6)
+        else:
+            out.append(
+                ("ROW", table.silver_table, text, "UPSERT", _row_json(table, after)) + (None,) * 6
+            )
+    return out
+
+
+def fold_bucket(plan: FoldPlan, bucket: pd.DataFrame) -> pd.DataFrame:
+    """Fold every key group of one bucket (the applyInPandas function)."""
+    tables = {table.silver_table: table for table in plan.settings.tables}
+    out: list[tuple[Any, ...]] = []
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for raw in bucket.to_dict("records"):
+        record: dict[str, Any] = {
+            str(k): None if isinstance(v, float) and math.isnan(v) else v for k, v in raw.items()
+        }
+        groups.setdefault((str(record["silver_table"]), str(record["group_id"])), []).append(record)
+    for (silver_table, _), records in groups.items():
+        out.extend(_fold_group(plan, tables[str(silver_table)], records))
+    columns = [field.split()[0] for field in FOLD_OUTPUT_SCHEMA.split(", ")]
+    return pd.DataFrame.from_records(out, columns=columns)
+
+
+def fold_function(plan: FoldPlan) -> Any:
+    def run(bucket: pd.DataFrame) -> pd.DataFrame:
+        return fold_bucket(plan, bucket)
+
+    return run

@@ -1,0 +1,74 @@
+"""The stateless part of applying a row LCR: rules, instantiation SCN, keys, static errors.
+
+Runs on the executors (``mapInPandas``). Everything here depends on the LCR and the settings only,
+never on destination rows, so it is computed once per cycle, whatever the number of fold passes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pandas as pd
+
+from lakeapply.silver.fold import key_text
+from lakeapply.silver.rowops import ApplyRowError, lcr_keys
+from lakeapply.silver.settings import ApplySettings
+
+STAGED_COLUMNS = (
+    "discarded boolean, key_text string, moved_key_text string, "
+    "static_error_number long, static_error_message string"
+)
+
+
+def _stage_one(settings: ApplySettings, message: dict[str, Any]) -> tuple[Any, ...]:
+    database = message["source_database_name"]
+    owner, name = message["object_owner"], message["object_name"]
+    table = settings.table_for(database, owner, name)
+    assert table is not None  # the rules let only LCRs with a destination table through
+    # Rule 3: instantiation SCN, table level first, then schema and global.
+    instantiation_scn = settings.instantiation_scn_for(database, owner, name)
+    if instantiation_scn is None:
+        error = (
+            26687,
+            f'ORA-26687: no instantiation SCN provided for "{owner}"."{name}" in source '
+            f'database "{database}"',
+        )
+        return (False, None, None, *error)
+    if message["commit_scn"] <= instantiation_scn:
+        return (True, None, None, None, None)
+    lcr = {
+        "command_type": message["command_type"],
+        "old_values": json.loads(message["old_json"]) if message["old_json"] else None,
+        "new_values": json.loads(message["new_json"]) if message["new_json"] else None,
+    }
+    try:
+        key, moved = lcr_keys(table, lcr)
+    except ApplyRowError as error:
+        return (False, None, None, error.error_number, error.text)
+    return (
+        False,
+        key_text(table, key),
+        None if moved is None else key_text(table, moved),
+        None,
+        None,
+    )
+
+
+def stage_function(settings: ApplySettings) -> Any:
+    """The mapInPandas function: adds the STAGED_COLUMNS to each message."""
+
+    def run(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        names = [field.split()[0] for field in STAGED_COLUMNS.split(", ")]
+        for batch in batches:
+            staged = [
+                _stage_one(settings, {str(k): v for k, v in message.items()})
+                for message in batch.to_dict("records")
+            ]
+            extra = pd.DataFrame.from_records(staged, columns=names, index=batch.index)
+            if not staged:
+                extra = pd.DataFrame({name: pd.Series(dtype=object) for name in names})
+            yield pd.concat([batch, extra], axis=1)
+
+    return run

@@ -1,0 +1,194 @@
+"""Schemas of the apply dictionary: settings, progress, error queue, cycles, spill.
+
+They live in ``<prefix>_apply``; the gold dbt views (named like Oracle's DBA_APPLY_* views) read
+them. Every table carries ``apply_name``: several apply processes share them, fully independent.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import types as T
+
+from lakeapply.bronze.tables import lcr_table_schema
+
+S, L, TS, B = T.StringType(), T.LongType(), T.TimestampType(), T.BooleanType()
+
+
+def _schema(*fields: tuple[str, T.DataType, bool]) -> T.StructType:
+    return T.StructType([T.StructField(name, kind, nullable) for name, kind, nullable in fields])
+
+
+# --- settings (the DBA_APPLY_* configuration views) ------------------------------------------
+APPLY_PROCESSES = "apply_processes"  # DBA_APPLY
+APPLY_PROCESSES_SCHEMA = _schema(
+    ("apply_name", S, False),
+    ("status", S, False),  # ENABLED | DISABLED | ABORTED
+    ("status_change_time", TS, False),
+    ("error_number", L, True),
+    ("error_message", S, True),
+    ("commit_serialization", S, False),
+    ("disable_on_error", S, False),  # Y | N
+    ("source_databases", T.ArrayType(S), False),
+)
+PARAMETERS = "parameters"  # DBA_APPLY_PARAMETERS
+PARAMETERS_SCHEMA = _schema(
+    ("apply_name", S, False),
+    ("parameter", S, False),
+    ("value", S, True),
+    ("set_by_user", S, False),  # YES | NO
+)
+DESTINATION_TABLES = "destination_tables"
+DESTINATION_TABLES_SCHEMA = _schema(
+    ("apply_name", S, False),
+    ("source_database", S, False),
+    ("object_owner", S, False),
+    ("object_name", S, False),
+    ("silver_table", S, False),
+    ("definition_json", S, False),  # the table definition document
+)
+KEY_COLUMNS = "key_columns"  # DBA_APPLY_KEY_COLUMNS (substitute keys)
+KEY_COLUMNS_SCHEMA = _schema(
+    ("apply_name", S, False),
+    ("source_database", S, False),
+    ("object_owner", S, False),
+    ("object_name", S, False),
+    ("column_name", S, False),
+    ("column_position", L, False),
+)
+INSTANTIATED_OBJECTS = "instantiated_objects"  # DBA_APPLY_INSTANTIATED_OBJECTS
+INSTANTIATED_OBJECTS_SCHEMA = _schema(
+    ("apply_name", S, False),
+    ("source_database", S, False),
+    ("source_object_owner", S, False),
+    ("source_object_name", S, False),
+    ("source_object_type", S, False),
+    ("instantiation_scn", L, True),
+    ("ignore_scn", L, True),
+)
+INSTANTIATED_SCHEMAS = "instantiated_schemas"  # DBA_APPLY_INSTANTIATED_SCHEMAS
+INSTANTIATED_SCHEMAS_SCHEMA = _schema(
+    ("apply_name", S, False),
+    ("source_database", S, False),
+    ("source_schema", S, False),
+    ("instantiation_scn", L, False),
+)
+INSTANTIATED_GLOBAL = "instantiated_global"  # DBA_APPLY_INSTANTIATED_GLOBAL
+INSTANTIATED_GLOBAL_SCHEMA = _schema(
+    ("apply_name", S, False),
+    ("source_database", S, False),
+    ("instantiation_scn", L, False),
+)
+CONFLICT_COLUMNS = "conflict_columns"  # DBA_APPLY_CONFLICT_COLUMNS
+CONFLICT_COLUMNS_SCHEMA = _schema(
+    ("apply_name", S, False),
+    ("source_database", S, False),
+    ("object_owner", S, False),
+    ("object_name", S, False),
+    ("method_name", S, False),  # OVERWRITE | DISCARD | MAXIMUM | MINIMUM
+    ("resolution_column", S, False),
+    ("column_name", S, False),
+)
+COMPARE_OLD_VALUES = "compare_old_values"  # COMPARE_OLD_VALUES(..., compare => FALSE)
+COMPARE_OLD_VALUES_SCHEMA = _schema(
+    ("apply_name", S, False),
+    ("source_database", S, False),
+    ("object_owner", S, False),
+    ("object_name", S, False),
+    ("column_name", S, False),
+    ("operation", S, False),  # UPDATE | DELETE
+    ("compare", S, False),  # N
+)
+
+# --- progress ---------------------------------------------------------------------------------
+CYCLES = "cycles"
+CYCLES_SCHEMA = _schema(
+    ("apply_name", S, False),
+    ("cycle_id", L, False),
+    ("phase", S, False),  # PLANNED | COMMITTED
+    ("bronze_from_batch", L, False),  # exclusive
+    ("bronze_to_batch", L, False),  # inclusive
+    ("table_versions_before", T.MapType(S, L), True),  # silver table -> Delta version read
+    ("table_versions_after", T.MapType(S, L), True),  # COMMITTED: versions after the MERGEs
+    ("logged_at", TS, False),
+)
+PROGRESS = "progress"  # one row per apply, source database and committed cycle
+PROGRESS_SCHEMA = _schema(
+    ("apply_name", S, False),
+    ("source_database", S, False),
+    ("cycle_id", L, False),
+    ("low_watermark", L, True),  # APPLIED_MESSAGE_NUMBER / LWM_MESSAGE_NUMBER
+    ("low_watermark_time", TS, True),  # source time of the LWM transaction's commit
+    ("high_watermark", L, True),  # HWM_MESSAGE_NUMBER
+    ("high_watermark_time", TS, True),
+    ("oldest_scn", L, True),  # OLDEST_MESSAGE_NUMBER
+    ("oldest_transaction_id", S, True),
+    ("spill_scn", L, True),  # SPILL_MESSAGE_NUMBER
+    ("apply_time", TS, False),
+    ("total_received", L, False),  # cumulative counters
+    ("total_applied", L, False),
+    ("total_ignored", L, False),
+    ("total_rolled_back", L, False),
+    ("total_errors", L, False),
+    ("status", S, False),
+    ("table_versions", T.MapType(S, L), True),  # silver table -> version at this watermark
+)
+TRANSACTIONS = "transactions"  # outcome of every committed transaction processed
+TRANSACTIONS_SCHEMA = _schema(
+    ("apply_name", S, False),
+    ("source_database", S, False),
+    ("transaction_id", S, False),
+    ("commit_scn", L, False),
+    ("first_scn", L, True),
+    ("commit_time", TS, True),  # source time of the COMMIT
+    ("outcome", S, False),  # APPLIED | IGNORED | ERROR
+    ("message_count", L, False),
+    ("cycle_id", L, False),
+    ("applied_at", TS, False),
+)
+SPILL = "spill"  # LCRs of transactions still open (or deferred) at the end of a cycle
+SPILL_SCHEMA = T.StructType([T.StructField("apply_name", S, False), *lcr_table_schema().fields])
+
+# --- the error queue --------------------------------------------------------------------------
+ERROR_QUEUE = "error_queue"  # DBA_APPLY_ERROR
+ERROR_QUEUE_SCHEMA = _schema(
+    ("apply_name", S, False),
+    ("queue_name", S, False),
+    ("local_transaction_id", S, False),
+    ("source_database", S, False),
+    ("source_transaction_id", S, False),
+    ("source_commit_scn", L, False),
+    ("message_number", L, False),  # position of the failing message in the transaction
+    ("error_number", L, False),
+    ("error_message", S, False),
+    ("recipient_id", L, False),
+    ("recipient_name", S, False),
+    ("message_count", L, False),
+    ("error_creation_time", TS, False),
+    ("cycle_id", L, False),
+)
+ERROR_MESSAGES = "error_messages"  # DBA_APPLY_ERROR_MESSAGES: every message of the transaction
+ERROR_MESSAGES_SCHEMA = T.StructType(
+    [
+        T.StructField("apply_name", S, False),
+        T.StructField("local_transaction_id", S, False),
+        T.StructField("message_number", L, False),
+        *lcr_table_schema().fields,
+    ]
+)
+
+DICTIONARY_TABLES: dict[str, T.StructType] = {
+    APPLY_PROCESSES: APPLY_PROCESSES_SCHEMA,
+    PARAMETERS: PARAMETERS_SCHEMA,
+    DESTINATION_TABLES: DESTINATION_TABLES_SCHEMA,
+    KEY_COLUMNS: KEY_COLUMNS_SCHEMA,
+    INSTANTIATED_OBJECTS: INSTANTIATED_OBJECTS_SCHEMA,
+    INSTANTIATED_SCHEMAS: INSTANTIATED_SCHEMAS_SCHEMA,
+    INSTANTIATED_GLOBAL: INSTANTIATED_GLOBAL_SCHEMA,
+    CONFLICT_COLUMNS: CONFLICT_COLUMNS_SCHEMA,
+    COMPARE_OLD_VALUES: COMPARE_OLD_VALUES_SCHEMA,
+    CYCLES: CYCLES_SCHEMA,
+    PROGRESS: PROGRESS_SCHEMA,
+    TRANSACTIONS: TRANSACTIONS_SCHEMA,
+    SPILL: SPILL_SCHEMA,
+    ERROR_QUEUE: ERROR_QUEUE_SCHEMA,
+    ERROR_MESSAGES: ERROR_MESSAGES_SCHEMA,
+}
