@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from lakeapply.contract.identifiers import ORACLE_IDENTIFIER_PATTERN
 from lakeapply.contract.lcr import (
@@ -32,9 +33,13 @@ _REQUIRED_BY_COMMAND = {
 
 
 def _raw(field: str) -> Column:
-    """The field's JSON text as written (NULL when absent or JSON null)."""
-    path = "$." + field if field.isidentifier() else f"$['{field}']"
-    return F.get_json_object(F.col("line"), path)
+    """The field's JSON text as written (NULL when absent or JSON null): from a second parse in
+    which every field is a string, so one parse serves every field's type check."""
+    return F.col("raw")[field]
+
+
+def _raw_schema() -> T.StructType:
+    return T.StructType([T.StructField(f.name, T.StringType()) for f in LCR_FIELDS])
 
 
 def _sql_list(values: tuple[str, ...]) -> str:
@@ -77,7 +82,7 @@ def classify_lines(lines: DataFrame) -> DataFrame:
     """Add ``lcr``, ``field`` and ``reason`` to a DataFrame of landing lines."""
     parsed = lines.withColumn(
         "lcr", F.from_json(F.col("line"), lcr_parse_schema(), {"mode": "PERMISSIVE"})
-    )
+    ).withColumn("raw", F.from_json(F.col("line"), _raw_schema(), {"mode": "PERMISSIVE"}))
     command = F.col("lcr.command_type")
     is_row = command.isin(*ROW_COMMANDS)
     is_ddl = command.isin(*DDL_COMMANDS)
@@ -91,7 +96,7 @@ def classify_lines(lines: DataFrame) -> DataFrame:
             F.lit("line is not valid UTF-8 (bytes replaced by U+FFFD)"),
         ),
         (
-            ~F.col("line").rlike(r"^\s*\{") | F.get_json_object(F.col("line"), "$").isNull(),
+            ~F.col("line").rlike(r"^\s*\{") | F.json_object_keys(F.col("line")).isNull(),
             None,
             F.concat(
                 F.lit("not a JSON object (invalid or truncated JSON): "),
@@ -216,7 +221,7 @@ def classify_lines(lines: DataFrame) -> DataFrame:
     for condition, offending_field, reason in reversed(checks):
         field_column = F.when(condition, F.lit(offending_field)).otherwise(field_column)
         reason_column = F.when(condition, reason).otherwise(reason_column)
-    return parsed.withColumn("field", field_column).withColumn("reason", reason_column)
+    return parsed.withColumn("field", field_column).withColumn("reason", reason_column).drop("raw")
 
 
 def lcr_kind(command: Column) -> Column:

@@ -493,8 +493,9 @@ def apply_cycle(
     messages = _messages(lcrs, committed, settings, spark)
     to_stage = messages.select(
         "*",
-        F.to_json("old_values").alias("old_json"),
-        F.to_json("new_values").alias("new_json"),
+        # A NULL column value is data ("value": null), not an absent field.
+        F.to_json("old_values", {"ignoreNullFields": "false"}).alias("old_json"),
+        F.to_json("new_values", {"ignoreNullFields": "false"}).alias("new_json"),
     )
     staged_schema = T.StructType(
         to_stage.schema.fields + T._parse_datatype_string(STAGED_COLUMNS).fields  # type: ignore[attr-defined]
@@ -506,6 +507,7 @@ def apply_cycle(
         StorageLevel.MEMORY_AND_DISK
     )
     buckets = int(spark.conf.get("spark.sql.shuffle.partitions") or 4)
+    progress("staged")
 
     # Fold passes (design-notes 1): only the earliest newly failing transaction is certain, and
     # so is everything before it. ``cut`` is the last transaction this cycle processes.
@@ -514,6 +516,7 @@ def apply_cycle(
     passes = 0
     while True:
         passes += 1
+        progress(f"fold pass {passes}")
         errors = _earliest(
             _run_fold(fold_input, FoldPlan(settings, frozenset(failed), None), buckets)
             .where(F.col("kind") == "ERROR")
@@ -563,6 +566,7 @@ def apply_cycle(
     if crash_after == "merges":
         raise SimulatedApplyCrash("after the MERGEs")
 
+    progress("merged")
     # --- outcomes, error queue ------------------------------------------------------------------
     now = datetime.now(UTC).replace(tzinfo=None)
     position_cut = cut
@@ -650,47 +654,12 @@ def apply_cycle(
         )
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
-    _append(
-        errors_rows.select(
-            F.lit(apply_name).alias("apply_name"),
-            F.lit(f"{apply_name}_QUEUE").alias("queue_name"),
-            "local_transaction_id",
-            F.col("source_database_name").alias("source_database"),
-            F.col("transaction_id").alias("source_transaction_id"),
-            F.col("commit_scn").alias("source_commit_scn"),
-            F.col("failing_message").alias("message_number"),
-            "error_number",
-            "error_message",
-            F.lit(0).alias("recipient_id"),
-            F.lit("LAKEAPPLY").alias("recipient_name"),
-            F.coalesce("message_count", F.lit(0)).alias("message_count"),
-            F.lit(now).alias("error_creation_time"),
-            F.lit(plan.cycle_id).alias("cycle_id"),
-        ),
-        catalog.apply_table(dictionary.ERROR_QUEUE),
-        dictionary.ERROR_QUEUE_SCHEMA,
-        f"{app}:error_queue",
-        plan.cycle_id,
-    )
-    error_messages = staged.join(
-        errors_rows.select("source_database_name", "transaction_id", "local_transaction_id"),
-        ["source_database_name", "transaction_id"],
-    ).select(
-        F.lit(apply_name).alias("apply_name"),
-        "local_transaction_id",
-        "message_number",
-        *[F.col(quote(f.name)) for f in lcr_table_schema().fields],
-    )
-    _append(
-        error_messages,
-        catalog.apply_table(dictionary.ERROR_MESSAGES),
-        dictionary.ERROR_MESSAGES_SCHEMA,
-        f"{app}:error_messages",
-        plan.cycle_id,
-    )
+    if failed:  # errors are rare: skip two empty Delta commits in the common case
+        _append_errors(spark, catalog, apply_name, app, plan.cycle_id, now, staged, errors_rows)
     if crash_after == "error_queue":
         raise SimulatedApplyCrash("after the error queue")
 
+    progress("error queue written")
     # --- spill: open transactions and the committed ones not processed (cut) -------------------
     processed_keys = processed.select("source_database_name", "transaction_id")
     keep = (
@@ -710,14 +679,26 @@ def apply_cycle(
     if crash_after == "spill":
         raise SimulatedApplyCrash("after the spill")
 
+    progress("spill written")
     # --- progress, status, and the cycle's commit ---------------------------------------------
     previous = _previous_progress(spark, catalog, settings, plan.cycle_id)
+    # The aborted transaction is in the error queue, but the watermark stays below it until the
+    # apply is started again (the reference's "last processed before the failing one").
+    behind_watermark = F.lit(True)
+    if aborted_error is not None:
+        behind_watermark = ~(
+            (F.col("source_database_name") == aborted_error.source_database_name)
+            & (F.col("transaction_id") == aborted_error.transaction_id)
+        )
+    watermark_scn = F.when(behind_watermark, F.col("commit_scn"))
     per_source = {
         r.source_database_name: r
         for r in processed.groupBy("source_database_name")
         .agg(
-            F.max_by("commit_scn", "commit_scn").alias("lwm"),
-            F.max_by("commit_source_time", "commit_scn").alias("lwm_time"),
+            F.max(watermark_scn).alias("lwm"),
+            F.max_by(F.when(behind_watermark, F.col("commit_source_time")), watermark_scn).alias(
+                "lwm_time"
+            ),
             F.count(F.when(F.col("outcome") == "APPLIED", 1)).alias("applied"),
             F.count(F.when(F.col("outcome") == "IGNORED", 1)).alias("ignored"),
             F.count(F.when(F.col("outcome") == "ERROR", 1)).alias("errors"),
@@ -849,6 +830,57 @@ def apply_cycle(
         merged,
         aborted_error is not None,
         watermarks,
+    )
+
+
+def _append_errors(
+    spark: SparkSession,
+    catalog: Catalog,
+    apply_name: str,
+    app: str,
+    cycle_id: int,
+    now: datetime,
+    staged: DataFrame,
+    errors_rows: DataFrame,
+) -> None:
+    """DBA_APPLY_ERROR rows and, for each, every message of its transaction (D2)."""
+    _append(
+        errors_rows.select(
+            F.lit(apply_name).alias("apply_name"),
+            F.lit(f"{apply_name}_QUEUE").alias("queue_name"),
+            "local_transaction_id",
+            F.col("source_database_name").alias("source_database"),
+            F.col("transaction_id").alias("source_transaction_id"),
+            F.col("commit_scn").alias("source_commit_scn"),
+            F.col("failing_message").alias("message_number"),
+            "error_number",
+            "error_message",
+            F.lit(0).alias("recipient_id"),
+            F.lit("LAKEAPPLY").alias("recipient_name"),
+            F.coalesce("message_count", F.lit(0)).alias("message_count"),
+            F.lit(now).alias("error_creation_time"),
+            F.lit(cycle_id).alias("cycle_id"),
+        ),
+        catalog.apply_table(dictionary.ERROR_QUEUE),
+        dictionary.ERROR_QUEUE_SCHEMA,
+        f"{app}:error_queue",
+        cycle_id,
+    )
+    error_messages = staged.join(
+        errors_rows.select("source_database_name", "transaction_id", "local_transaction_id"),
+        ["source_database_name", "transaction_id"],
+    ).select(
+        F.lit(apply_name).alias("apply_name"),
+        "local_transaction_id",
+        "message_number",
+        *[F.col(quote(f.name)) for f in lcr_table_schema().fields],
+    )
+    _append(
+        error_messages,
+        catalog.apply_table(dictionary.ERROR_MESSAGES),
+        dictionary.ERROR_MESSAGES_SCHEMA,
+        f"{app}:error_messages",
+        cycle_id,
     )
 
 

@@ -1,0 +1,818 @@
+"""The DBMS_APPLY_ADM-like administration API: the effective settings live in the Delta dictionary.
+
+:func:`publish_settings` writes every dictionary row of one apply process (replacing that apply's
+rows, table by table, each in one atomic Delta ``replaceWhere`` overwrite); :func:`load_settings`
+reads them back into the same :class:`ApplySettings`. Each DBMS_APPLY_ADM-named function loads the
+settings, changes them with :func:`dataclasses.replace`, validates them with the same checks and
+messages as ``lakeapply.yml`` (:mod:`lakeapply.silver.config`) and publishes them.
+
+Order: a tuple's order (tables, schema/global instantiation SCNs, conflict handlers) is kept by
+writing each apply's rows of a table as one file, in order; key columns carry their position.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from delta.tables import DeltaTable
+from pyspark.sql import Column, DataFrame, Row, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from lakeapply.contract.identifiers import quote, validate_oracle_identifier
+from lakeapply.contract.table_definitions import TableDefinition, table_definition_from_dict
+from lakeapply.errors import ConfigurationError
+from lakeapply.runtime.catalog import Catalog
+from lakeapply.silver import engine
+from lakeapply.silver import tables as dictionary
+from lakeapply.silver.settings import (
+    ApplySettings,
+    CommitSerialization,
+    ConflictResolution,
+    DestinationTable,
+    UpdateConflictHandler,
+)
+
+__all__ = [
+    "EXPORT_FORMATS",
+    "PARAMETERS",
+    "compare_old_values",
+    "instantiate",
+    "load_settings",
+    "publish_settings",
+    "set_global_instantiation_scn",
+    "set_key_columns",
+    "set_parameter",
+    "set_schema_instantiation_scn",
+    "set_table_instantiation_scn",
+    "set_update_conflict_handler",
+    "start_apply",
+    "stop_apply",
+    "table_definition_from_json",
+    "table_definition_to_dict",
+]
+
+PARAMETERS = (
+    "COMMIT_SERIALIZATION",
+    "DISABLE_ON_ERROR",
+    "MAX_CYCLE_BATCHES",
+    "MAX_ERROR_PASSES",
+    "DISCARD_TAGGED",
+)
+OPERATIONS = ("UPDATE", "DELETE")
+EXPORT_FORMATS = ("parquet", "csv", "json")
+_YES_NO = {"Y": True, "N": False}
+
+
+# --------------------------------------------------------------------------------------------
+# Table definitions as JSON documents
+# --------------------------------------------------------------------------------------------
+
+
+def table_definition_to_dict(definition: TableDefinition) -> dict[str, Any]:
+    """The document ``table_definition_from_dict`` reads back into an equal definition."""
+    columns: list[dict[str, Any]] = []
+    for column in definition.columns:
+        entry: dict[str, Any] = {
+            "name": column.name,
+            "type": str(column.oracle_type),
+            "nullable": column.nullable,
+        }
+        if column.default is not None:
+            entry["default"] = column.default
+        columns.append(entry)
+    document: dict[str, Any] = {
+        "owner": definition.owner,
+        "name": definition.name,
+        "columns": columns,
+    }
+    if definition.primary_key:
+        document["primary_key"] = list(definition.primary_key)
+    if definition.unique_keys:
+        document["unique_keys"] = [
+            {"name": key.name, "columns": list(key.columns)} for key in definition.unique_keys
+        ]
+    return document
+
+
+def table_definition_from_json(text: str, origin: str) -> TableDefinition:
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ConfigurationError(f"{origin}: invalid table definition JSON: {error}") from None
+    if not isinstance(document, dict):
+        raise ConfigurationError(f"{origin}: a table definition must be a mapping")
+    return table_definition_from_dict(document, origin)
+
+
+# --------------------------------------------------------------------------------------------
+# Validation (the semantic checks of lakeapply.yml, with the same messages)
+# --------------------------------------------------------------------------------------------
+
+
+def _fail(apply_name: str, where: str, message: str) -> ConfigurationError:
+    return ConfigurationError(f"apply process {apply_name!r}: {where}: {message}")
+
+
+def _check_apply_name(apply_name: str) -> str:
+    return validate_oracle_identifier(apply_name, "apply process name")
+
+
+def _check_source(settings: ApplySettings, source_database: str, where: str) -> None:
+    if source_database not in settings.source_databases:
+        raise _fail(
+            settings.apply_name,
+            where,
+            f"source database {source_database!r} is not one of the apply "
+            f"process's source_databases {list(settings.source_databases)}",
+        )
+
+
+def _check_columns(
+    apply_name: str, definition: TableDefinition, columns: Iterable[str], where: str
+) -> None:
+    missing = [column for column in columns if column not in definition.column_names]
+    if missing:
+        raise _fail(
+            apply_name, where, f"unknown column(s) {missing} (not in {definition.qualified_name})"
+        )
+
+
+def _check_scn(apply_name: str, scn: int | None, where: str) -> None:
+    if scn is not None and (isinstance(scn, bool) or not isinstance(scn, int) or scn < 0):
+        raise _fail(apply_name, where, f"an SCN must be a non-negative integer, not {scn!r}")
+
+
+def validate_settings(settings: ApplySettings) -> None:
+    """Every semantic check ``lakeapply.yml`` gets, on settings however they were built."""
+    name = _check_apply_name(settings.apply_name)
+    if not settings.source_databases:
+        raise _fail(name, "source_databases", "an apply process needs a source database")
+    if settings.max_cycle_batches < 1 or settings.max_error_passes < 1:
+        raise _fail(name, "parameters", "MAX_CYCLE_BATCHES and MAX_ERROR_PASSES must be >= 1")
+    for database, _owner, scn in settings.schema_instantiation_scns:
+        _check_source(settings, database, "instantiation/schemas")
+        _check_scn(name, scn, "instantiation/schemas")
+    for database, scn in settings.global_instantiation_scns:
+        _check_source(settings, database, "instantiation/global")
+        _check_scn(name, scn, "instantiation/global")
+    silver_tables: set[str] = set()
+    source_objects: set[tuple[str, str, str]] = set()
+    for table in settings.tables:
+        where = f"{table.definition.qualified_name} from {table.source_database}"
+        _check_source(settings, table.source_database, where)
+        if table.silver_table in silver_tables:
+            raise _fail(name, where, f"duplicate silver_table {table.silver_table!r}")
+        silver_tables.add(table.silver_table)
+        if table.source_object in source_objects:
+            raise _fail(name, where, "the source object is listed twice")
+        source_objects.add(table.source_object)
+        definition = table.definition
+        _check_columns(name, definition, table.key_columns, f"{where}: key_columns")
+        _check_scn(name, table.instantiation_scn, f"{where}: instantiation_scn")
+        _check_scn(name, table.ignore_scn, f"{where}: ignore_scn")
+        if (
+            table.instantiation_scn is not None
+            and table.ignore_scn is not None
+            and table.instantiation_scn < table.ignore_scn
+        ):
+            raise _fail(
+                name,
+                f"{where}: instantiation_scn",
+                f"the instantiation SCN cannot be set below the object's ignore SCN "
+                f"({table.instantiation_scn} < {table.ignore_scn})",
+            )
+        _check_columns(
+            name,
+            definition,
+            sorted(column for column, _ in table.uncompared_columns),
+            f"{where}: compare_old_values",
+        )
+        bad_operations = sorted({op for _, op in table.uncompared_columns if op not in OPERATIONS})
+        if bad_operations:
+            raise _fail(
+                name,
+                f"{where}: compare_old_values",
+                f"unknown operation(s) {bad_operations} (UPDATE or DELETE)",
+            )
+        handled: dict[str, int] = {}
+        for index, handler in enumerate(table.update_conflict_handlers):
+            handler_where = f"{where}: update_conflict_handlers/{index}"
+            _check_columns(name, definition, handler.column_list, f"{handler_where}/column_list")
+            for column in handler.column_list:
+                if column in handled:
+                    raise _fail(
+                        name,
+                        f"{handler_where}/column_list",
+                        f"column {column!r} is already in update conflict handler "
+                        f"update_conflict_handlers/{handled[column]}",
+                    )
+                handled[column] = index
+
+
+# --------------------------------------------------------------------------------------------
+# Publish and load
+# --------------------------------------------------------------------------------------------
+
+
+def _sql_string(value: str) -> str:
+    """A Spark SQL string literal (default parser: backslash escapes)."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _replace_rows(
+    spark: SparkSession, catalog: Catalog, name: str, apply_name: str, rows: list[tuple[Any, ...]]
+) -> None:
+    """Replace this apply's rows of one dictionary table (one atomic Delta commit, one file)."""
+    schema = dictionary.DICTIONARY_TABLES[name]
+    (
+        spark.createDataFrame(rows, schema)
+        .coalesce(1)
+        .write.format("delta")
+        .mode("overwrite")
+        .option("replaceWhere", f"apply_name = {_sql_string(apply_name)}")
+        .saveAsTable(catalog.apply_table(name))
+    )
+
+
+def _yes_no(flag: bool) -> str:
+    return "Y" if flag else "N"
+
+
+def _merge_apply_process(spark: SparkSession, catalog: Catalog, settings: ApplySettings) -> None:
+    """The apply_processes row: parameters refreshed, status kept (ENABLED when new)."""
+    row = spark.createDataFrame(
+        [
+            (
+                settings.apply_name,
+                "ENABLED",
+                datetime.now(UTC).replace(tzinfo=None),
+                None,
+                None,
+                settings.commit_serialization.value,
+                _yes_no(settings.disable_on_error),
+                list(settings.source_databases),
+            )
+        ],
+        dictionary.APPLY_PROCESSES_SCHEMA,
+    )
+    (
+        DeltaTable.forName(spark, catalog.apply_table(dictionary.APPLY_PROCESSES))
+        .alias("t")
+        .merge(row.alias("s"), "t.apply_name = s.apply_name")
+        .whenMatchedUpdate(
+            set={
+                column: f"s.{column}"
+                for column in ("commit_serialization", "disable_on_error", "source_databases")
+            }
+        )
+        .whenNotMatchedInsertAll()
+        .execute()
+    )
+
+
+def _dictionary_rows(settings: ApplySettings) -> dict[str, list[tuple[Any, ...]]]:
+    name = settings.apply_name
+    parameters = [
+        ("COMMIT_SERIALIZATION", settings.commit_serialization.value),
+        ("DISABLE_ON_ERROR", _yes_no(settings.disable_on_error)),
+        ("MAX_CYCLE_BATCHES", str(settings.max_cycle_batches)),
+        ("MAX_ERROR_PASSES", str(settings.max_error_passes)),
+        ("DISCARD_TAGGED", _yes_no(settings.discard_tagged)),
+    ]
+    rows: dict[str, list[tuple[Any, ...]]] = {
+        dictionary.PARAMETERS: [(name, p, v, "YES") for p, v in parameters],
+        dictionary.DESTINATION_TABLES: [],
+        dictionary.KEY_COLUMNS: [],
+        dictionary.INSTANTIATED_OBJECTS: [],
+        dictionary.INSTANTIATED_SCHEMAS: [
+            (name, db, owner, scn) for db, owner, scn in settings.schema_instantiation_scns
+        ],
+        dictionary.INSTANTIATED_GLOBAL: [
+            (name, db, scn) for db, scn in settings.global_instantiation_scns
+        ],
+        dictionary.CONFLICT_COLUMNS: [],
+        dictionary.COMPARE_OLD_VALUES: [],
+    }
+    for table in settings.tables:
+        source = (name, table.source_database, table.definition.owner, table.definition.name)
+        rows[dictionary.DESTINATION_TABLES].append(
+            (
+                *source,
+                table.silver_table,
+                json.dumps(table_definition_to_dict(table.definition), sort_keys=True),
+            )
+        )
+        rows[dictionary.KEY_COLUMNS].extend(
+            (*source, column, position)
+            for position, column in enumerate(table.key_columns, start=1)
+        )
+        rows[dictionary.INSTANTIATED_OBJECTS].append(
+            (*source, "TABLE", table.instantiation_scn, table.ignore_scn)
+        )
+        rows[dictionary.CONFLICT_COLUMNS].extend(
+            (*source, handler.method.value, handler.resolution_column, column)
+            for handler in table.update_conflict_handlers
+            for column in handler.column_list
+        )
+        rows[dictionary.COMPARE_OLD_VALUES].extend(
+            (*source, column, operation, "N")
+            for column, operation in sorted(table.uncompared_columns)
+        )
+    return rows
+
+
+def publish_settings(spark: SparkSession, catalog: Catalog, settings: ApplySettings) -> None:
+    """Validate ``settings`` and write every dictionary row of this apply process."""
+    validate_settings(settings)
+    engine.ensure_apply_tables(spark, catalog)
+    for name, rows in _dictionary_rows(settings).items():
+        _replace_rows(spark, catalog, name, settings.apply_name, rows)
+    _merge_apply_process(spark, catalog, settings)
+
+
+def _rows(spark: SparkSession, catalog: Catalog, name: str, apply_name: str) -> list[Row]:
+    frame: DataFrame = spark.table(catalog.apply_table(name))
+    return frame.where(F.col("apply_name") == apply_name).collect()
+
+
+def _parameter_value(apply_name: str, parameter: str, value: str | None) -> Any:
+    """A parameter's value from its text; ConfigurationError naming it when invalid."""
+    text = "" if value is None else str(value).strip().upper()
+    if parameter == "COMMIT_SERIALIZATION":
+        try:
+            return CommitSerialization(text)
+        except ValueError:
+            choices = [member.value for member in CommitSerialization]
+            raise _fail(
+                apply_name, parameter, f"invalid value {value!r} (one of {choices})"
+            ) from None
+    if parameter in ("DISABLE_ON_ERROR", "DISCARD_TAGGED"):
+        if text not in _YES_NO:
+            raise _fail(apply_name, parameter, f"invalid value {value!r} (Y or N)")
+        return _YES_NO[text]
+    if parameter in ("MAX_CYCLE_BATCHES", "MAX_ERROR_PASSES"):
+        if not text.isdigit() or int(text) < 1:
+            raise _fail(apply_name, parameter, f"invalid value {value!r} (an integer >= 1)")
+        return int(text)
+    raise _fail(
+        apply_name, "SET_PARAMETER", f"unknown parameter {parameter!r} (one of {list(PARAMETERS)})"
+    )
+
+
+def load_settings(spark: SparkSession, catalog: Catalog, apply_name: str) -> ApplySettings:
+    """The settings of ``apply_name`` as published; ConfigurationError when it does not exist."""
+    name = _check_apply_name(apply_name)
+    missing = ConfigurationError(
+        f"apply process {name!r} does not exist in {catalog.apply} (publish its settings first)"
+    )
+    processes_table = catalog.apply_table(dictionary.APPLY_PROCESSES).replace("`", "")
+    if not spark.catalog.tableExists(processes_table):
+        raise missing
+    processes = _rows(spark, catalog, dictionary.APPLY_PROCESSES, name)
+    if not processes:
+        raise missing
+    values: dict[str, Any] = {}
+    for row in _rows(spark, catalog, dictionary.PARAMETERS, name):
+        parameter = str(row["parameter"])
+        if parameter in PARAMETERS:
+            values[parameter] = _parameter_value(name, parameter, row["value"])
+
+    def source_key(row: Row, owner: str = "object_owner", table: str = "object_name") -> Any:
+        return (row["source_database"], row[owner], row[table])
+
+    keys: dict[Any, list[tuple[int, str]]] = {}
+    for row in _rows(spark, catalog, dictionary.KEY_COLUMNS, name):
+        keys.setdefault(source_key(row), []).append((row["column_position"], row["column_name"]))
+    scns: dict[Any, tuple[int | None, int | None]] = {
+        source_key(row, "source_object_owner", "source_object_name"): (
+            row["instantiation_scn"],
+            row["ignore_scn"],
+        )
+        for row in _rows(spark, catalog, dictionary.INSTANTIATED_OBJECTS, name)
+    }
+    handlers: dict[Any, dict[str, tuple[str, list[str]]]] = {}
+    for row in _rows(spark, catalog, dictionary.CONFLICT_COLUMNS, name):
+        groups = handlers.setdefault(source_key(row), {})
+        _method, columns = groups.setdefault(row["resolution_column"], (row["method_name"], []))
+        columns.append(row["column_name"])
+    uncompared: dict[Any, set[tuple[str, str]]] = {}
+    for row in _rows(spark, catalog, dictionary.COMPARE_OLD_VALUES, name):
+        if row["compare"] == "N":
+            uncompared.setdefault(source_key(row), set()).add(
+                (row["column_name"], row["operation"])
+            )
+    tables = []
+    for row in _rows(spark, catalog, dictionary.DESTINATION_TABLES, name):
+        key = source_key(row)
+        definition = table_definition_from_json(
+            row["definition_json"],
+            f"{catalog.apply}.{dictionary.DESTINATION_TABLES}[{name}, {key[1]}.{key[2]}]",
+        )
+        instantiation_scn, ignore_scn = scns.get(key, (None, None))
+        tables.append(
+            DestinationTable(
+                source_database=row["source_database"],
+                definition=definition,
+                silver_table=row["silver_table"],
+                key_columns=tuple(column for _, column in sorted(keys.get(key, []))),
+                instantiation_scn=instantiation_scn,
+                ignore_scn=ignore_scn,
+                uncompared_columns=frozenset(uncompared.get(key, set())),
+                update_conflict_handlers=tuple(
+                    UpdateConflictHandler(ConflictResolution(method), tuple(columns), resolution)
+                    for resolution, (method, columns) in handlers.get(key, {}).items()
+                ),
+            )
+        )
+    process = processes[0]
+    defaults = ApplySettings(name, (), ())
+    return ApplySettings(
+        apply_name=name,
+        source_databases=tuple(process["source_databases"]),
+        tables=tuple(tables),
+        commit_serialization=values.get(
+            "COMMIT_SERIALIZATION", CommitSerialization(process["commit_serialization"])
+        ),
+        disable_on_error=values.get("DISABLE_ON_ERROR", process["disable_on_error"] == "Y"),
+        discard_tagged=values.get("DISCARD_TAGGED", defaults.discard_tagged),
+        schema_instantiation_scns=tuple(
+            (row["source_database"], row["source_schema"], row["instantiation_scn"])
+            for row in _rows(spark, catalog, dictionary.INSTANTIATED_SCHEMAS, name)
+        ),
+        global_instantiation_scns=tuple(
+            (row["source_database"], row["instantiation_scn"])
+            for row in _rows(spark, catalog, dictionary.INSTANTIATED_GLOBAL, name)
+        ),
+        max_cycle_batches=values.get("MAX_CYCLE_BATCHES", defaults.max_cycle_batches),
+        max_error_passes=values.get("MAX_ERROR_PASSES", defaults.max_error_passes),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# DBMS_APPLY_ADM
+# --------------------------------------------------------------------------------------------
+
+
+def _find_table(
+    settings: ApplySettings, source_database: str, object_name: str, procedure: str
+) -> DestinationTable:
+    owner, dot, name = object_name.partition(".")
+    if not dot or not owner or not name:
+        raise _fail(
+            settings.apply_name,
+            procedure,
+            f"object name {object_name!r} must be qualified as OWNER.NAME",
+        )
+    table = settings.table_for(source_database, owner, name)
+    if table is None:
+        known = [f"{t.definition.qualified_name} from {t.source_database}" for t in settings.tables]
+        raise _fail(
+            settings.apply_name,
+            procedure,
+            f"no destination table for {object_name} from {source_database} (known: {known})",
+        )
+    return table
+
+
+def _with_table(settings: ApplySettings, table: DestinationTable) -> ApplySettings:
+    return replace(
+        settings,
+        tables=tuple(
+            table if t.source_object == table.source_object else t for t in settings.tables
+        ),
+    )
+
+
+def _change_table(
+    spark: SparkSession,
+    catalog: Catalog,
+    apply_name: str,
+    source_database: str,
+    object_name: str,
+    procedure: str,
+    **changes: Any,
+) -> None:
+    settings = load_settings(spark, catalog, apply_name)
+    table = _find_table(settings, source_database, object_name, procedure)
+    publish_settings(spark, catalog, _with_table(settings, replace(table, **changes)))
+
+
+def set_key_columns(
+    spark: SparkSession,
+    catalog: Catalog,
+    apply_name: str,
+    source_database: str,
+    object_name: str,
+    column_list: Sequence[str] | None,
+) -> None:
+    """SET_KEY_COLUMNS: a substitute key (in order); None or empty removes it."""
+    settings = load_settings(spark, catalog, apply_name)
+    table = _find_table(settings, source_database, object_name, "SET_KEY_COLUMNS")
+    columns = tuple(column_list or ())
+    _check_columns(settings.apply_name, table.definition, columns, "SET_KEY_COLUMNS")
+    if len(set(columns)) != len(columns):
+        raise _fail(settings.apply_name, "SET_KEY_COLUMNS", f"duplicate column in {columns}")
+    publish_settings(spark, catalog, _with_table(settings, replace(table, key_columns=columns)))
+
+
+def set_table_instantiation_scn(
+    spark: SparkSession,
+    catalog: Catalog,
+    apply_name: str,
+    source_database: str,
+    object_name: str,
+    instantiation_scn: int | None,
+) -> None:
+    """SET_TABLE_INSTANTIATION_SCN (None removes it); never below the object's ignore SCN."""
+    settings = load_settings(spark, catalog, apply_name)
+    table = _find_table(settings, source_database, object_name, "SET_TABLE_INSTANTIATION_SCN")
+    _check_scn(settings.apply_name, instantiation_scn, "SET_TABLE_INSTANTIATION_SCN")
+    if (
+        instantiation_scn is not None
+        and table.ignore_scn is not None
+        and instantiation_scn < table.ignore_scn
+    ):
+        raise _fail(
+            settings.apply_name,
+            f"SET_TABLE_INSTANTIATION_SCN {object_name} from {source_database}",
+            f"the instantiation SCN cannot be set below the object's ignore SCN "
+            f"({instantiation_scn} < {table.ignore_scn})",
+        )
+    publish_settings(
+        spark,
+        catalog,
+        _with_table(settings, replace(table, instantiation_scn=instantiation_scn)),
+    )
+
+
+def set_schema_instantiation_scn(
+    spark: SparkSession,
+    catalog: Catalog,
+    apply_name: str,
+    source_database: str,
+    source_schema: str,
+    instantiation_scn: int | None,
+) -> None:
+    """SET_SCHEMA_INSTANTIATION_SCN (None removes it)."""
+    settings = load_settings(spark, catalog, apply_name)
+    _check_source(settings, source_database, "SET_SCHEMA_INSTANTIATION_SCN")
+    _check_scn(settings.apply_name, instantiation_scn, "SET_SCHEMA_INSTANTIATION_SCN")
+    validate_oracle_identifier(source_schema, "source schema")
+    entries = [
+        entry
+        for entry in settings.schema_instantiation_scns
+        if entry[:2] != (source_database, source_schema)
+    ]
+    if instantiation_scn is not None:
+        entries.append((source_database, source_schema, instantiation_scn))
+    publish_settings(spark, catalog, replace(settings, schema_instantiation_scns=tuple(entries)))
+
+
+def set_global_instantiation_scn(
+    spark: SparkSession,
+    catalog: Catalog,
+    apply_name: str,
+    source_database: str,
+    instantiation_scn: int | None,
+) -> None:
+    """SET_GLOBAL_INSTANTIATION_SCN (None removes it)."""
+    settings = load_settings(spark, catalog, apply_name)
+    _check_source(settings, source_database, "SET_GLOBAL_INSTANTIATION_SCN")
+    _check_scn(settings.apply_name, instantiation_scn, "SET_GLOBAL_INSTANTIATION_SCN")
+    entries = [e for e in settings.global_instantiation_scns if e[0] != source_database]
+    if instantiation_scn is not None:
+        entries.append((source_database, instantiation_scn))
+    publish_settings(spark, catalog, replace(settings, global_instantiation_scns=tuple(entries)))
+
+
+_PARAMETER_FIELDS = {
+    "COMMIT_SERIALIZATION": "commit_serialization",
+    "DISABLE_ON_ERROR": "disable_on_error",
+    "MAX_CYCLE_BATCHES": "max_cycle_batches",
+    "MAX_ERROR_PASSES": "max_error_passes",
+    "DISCARD_TAGGED": "discard_tagged",
+}
+
+
+def set_parameter(
+    spark: SparkSession, catalog: Catalog, apply_name: str, parameter: str, value: str | int
+) -> None:
+    """SET_PARAMETER: COMMIT_SERIALIZATION FULL|DEPENDENT_TRANSACTIONS, DISABLE_ON_ERROR Y|N,
+    MAX_CYCLE_BATCHES and MAX_ERROR_PASSES (integers >= 1), DISCARD_TAGGED Y|N."""
+    settings = load_settings(spark, catalog, apply_name)
+    key = str(parameter).strip().upper()
+    typed = _parameter_value(settings.apply_name, key, str(value))
+    publish_settings(spark, catalog, replace(settings, **{_PARAMETER_FIELDS[key]: typed}))
+
+
+def compare_old_values(
+    spark: SparkSession,
+    catalog: Catalog,
+    apply_name: str,
+    source_database: str,
+    object_name: str,
+    column_list: Sequence[str],
+    operation: str = "UPDATE",
+    compare: bool = True,
+) -> None:
+    """COMPARE_OLD_VALUES: stop (compare=False) or resume comparing old values of columns for
+    UPDATE, DELETE or both ("*")."""
+    settings = load_settings(spark, catalog, apply_name)
+    table = _find_table(settings, source_database, object_name, "COMPARE_OLD_VALUES")
+    op = operation.strip().upper()
+    if op not in (*OPERATIONS, "*"):
+        raise _fail(
+            settings.apply_name,
+            "COMPARE_OLD_VALUES",
+            f"unknown operation {operation!r} (UPDATE, DELETE or *)",
+        )
+    columns = list(column_list)
+    if not columns:
+        raise _fail(settings.apply_name, "COMPARE_OLD_VALUES", "the column list is empty")
+    _check_columns(settings.apply_name, table.definition, columns, "COMPARE_OLD_VALUES")
+    pairs = {(c, o) for c in columns for o in (OPERATIONS if op == "*" else (op,))}
+    uncompared = table.uncompared_columns - pairs if compare else table.uncompared_columns | pairs
+    publish_settings(
+        spark, catalog, _with_table(settings, replace(table, uncompared_columns=uncompared))
+    )
+
+
+def set_update_conflict_handler(
+    spark: SparkSession,
+    catalog: Catalog,
+    apply_name: str,
+    source_database: str,
+    object_name: str,
+    method_name: str | None,
+    resolution_column: str | None,
+    column_list: Sequence[str],
+) -> None:
+    """SET_UPDATE_CONFLICT_HANDLER: a prebuilt handler for a column group (replacing the one for
+    the same column list); ``method_name`` None removes the handler of that column list."""
+    procedure = "SET_UPDATE_CONFLICT_HANDLER"
+    settings = load_settings(spark, catalog, apply_name)
+    table = _find_table(settings, source_database, object_name, procedure)
+    columns = tuple(column_list)
+    if not columns:
+        raise _fail(settings.apply_name, procedure, "the column list is empty")
+    _check_columns(settings.apply_name, table.definition, columns, f"{procedure} column_list")
+    same = frozenset(columns)
+    others = tuple(h for h in table.update_conflict_handlers if frozenset(h.column_list) != same)
+    if method_name is None:
+        if len(others) == len(table.update_conflict_handlers):
+            raise _fail(
+                settings.apply_name,
+                procedure,
+                f"no update conflict handler for column list {list(columns)} on {object_name}",
+            )
+        handlers = others
+    else:
+        try:
+            method = ConflictResolution(method_name.strip().upper())
+        except ValueError:
+            choices = [member.value for member in ConflictResolution]
+            raise _fail(
+                settings.apply_name, procedure, f"unknown method {method_name!r} (one of {choices})"
+            ) from None
+        if resolution_column is None:
+            raise _fail(settings.apply_name, procedure, "a resolution column is required")
+        handler = UpdateConflictHandler(method, columns, resolution_column)
+        position = next(
+            (
+                index
+                for index, h in enumerate(table.update_conflict_handlers)
+                if frozenset(h.column_list) == same
+            ),
+            None,
+        )
+        current = list(table.update_conflict_handlers)
+        if position is None:
+            current.append(handler)
+        else:
+            current[position] = handler
+        handlers = tuple(current)
+    publish_settings(
+        spark,
+        catalog,
+        _with_table(settings, replace(table, update_conflict_handlers=handlers)),
+    )
+
+
+def start_apply(spark: SparkSession, catalog: Catalog, apply_name: str) -> None:
+    """START_APPLY: status ENABLED (engine.start_apply)."""
+    engine.start_apply(spark, catalog, load_settings(spark, catalog, apply_name))
+
+
+def stop_apply(spark: SparkSession, catalog: Catalog, apply_name: str) -> None:
+    """STOP_APPLY: status DISABLED (engine.stop_apply)."""
+    engine.stop_apply(spark, catalog, load_settings(spark, catalog, apply_name))
+
+
+# --------------------------------------------------------------------------------------------
+# Instantiation
+# --------------------------------------------------------------------------------------------
+
+
+def _export_columns(
+    apply_name: str, table: DestinationTable, export: DataFrame, where: str
+) -> list[Column]:
+    """The export's columns, matched by name case-insensitively, typed like engine.typed_value."""
+    by_name: dict[str, T.StructField] = {}
+    for field in export.schema.fields:
+        upper = field.name.upper()
+        if upper in by_name:
+            raise _fail(
+                apply_name,
+                where,
+                f"export columns {by_name[upper].name!r} and {field.name!r} clash",
+            )
+        by_name[upper] = field
+    definition = table.definition
+    known = {name.upper() for name in definition.column_names}
+    unknown = [f.name for f in export.schema.fields if f.name.upper() not in known]
+    if unknown:
+        raise _fail(
+            apply_name,
+            where,
+            f"unknown column(s) {unknown} in the export (not in {definition.qualified_name})",
+        )
+    missing = [
+        column.name
+        for column in definition.columns
+        if not column.nullable and column.name.upper() not in by_name
+    ]
+    if missing:
+        raise _fail(apply_name, where, f"the export lacks NOT NULL column(s) {missing}")
+    selected = []
+    for column in definition.columns:
+        spark_type = column.oracle_type.spark_type()
+        source = by_name.get(column.name.upper())
+        if source is None:
+            value = F.lit(None).cast(spark_type)
+        elif isinstance(source.dataType, T.StringType):
+            value = engine.typed_value(column, F.col(quote(source.name)))
+        else:
+            value = F.col(quote(source.name)).cast(spark_type)
+        selected.append(value.alias(column.name))
+    return selected
+
+
+def instantiate(
+    spark: SparkSession,
+    catalog: Catalog,
+    apply_name: str,
+    source_database: str,
+    object_name: str,
+    instantiation_scn: int,
+    export_path: Path | None = None,
+    export_format: str = "parquet",
+) -> None:
+    """Create the destination table, load an initial copy from an export (Parquet, CSV with a
+    header, JSON) into it if given (only into an empty table), then set its instantiation SCN."""
+    settings = load_settings(spark, catalog, apply_name)
+    where = f"INSTANTIATE {object_name} from {source_database}"
+    table = _find_table(settings, source_database, object_name, where)
+    _check_scn(settings.apply_name, instantiation_scn, where)
+    if table.ignore_scn is not None and instantiation_scn < table.ignore_scn:
+        raise _fail(
+            settings.apply_name,
+            where,
+            f"the instantiation SCN cannot be set below the object's ignore SCN "
+            f"({instantiation_scn} < {table.ignore_scn})",
+        )
+    fmt = export_format.strip().lower()
+    if export_path is not None and fmt not in EXPORT_FORMATS:
+        raise _fail(
+            settings.apply_name,
+            where,
+            f"unsupported export format {export_format!r} (one of {list(EXPORT_FORMATS)})",
+        )
+    engine.ensure_destination_tables(spark, catalog, replace(settings, tables=(table,)))
+    if export_path is not None:
+        destination = catalog.silver_table(table.silver_table)
+        if not spark.table(destination).limit(1).isEmpty():
+            raise _fail(
+                settings.apply_name,
+                where,
+                f"destination table {destination} is not empty: refusing to load an initial copy",
+            )
+        reader = spark.read.format(fmt)
+        if fmt == "csv":
+            reader = reader.option("header", "true")
+        try:
+            export = reader.load(str(export_path))
+        except Exception as error:
+            raise _fail(
+                settings.apply_name, where, f"cannot read export {export_path}: {error}"
+            ) from None
+        rows = export.select(*_export_columns(settings.apply_name, table, export, where))
+        engine.load_initial_copy(spark, catalog, table, rows)
+    set_table_instantiation_scn(
+        spark, catalog, apply_name, source_database, object_name, instantiation_scn
+    )

@@ -1,0 +1,376 @@
+"""A small apply dictionary for the gold layer: a gap, an open transaction, an error transaction.
+
+APPLY_DEMO (DEPENDENT_TRANSACTIONS, disable_on_error N) applies US03.STUDENT and US03.COURSE from
+ORCL. Processed transactions, by commit SCN:
+
+    1000 APPLIED  (STUDENT)        cycle 1
+    1010 APPLIED  (COURSE)         cycle 1
+    1020 deferred (COURSE)         committed, its COMMIT waits in the spill: the gap
+    1030 APPLIED  (STUDENT)        cycle 2, applied above the gap
+    1040 ERROR    (COURSE+STUDENT) cycle 2, in the error queue with its 2 messages
+    open          (STUDENT)        first SCN 1012, no COMMIT yet
+
+so the low watermark is 1010 (not max(CSCN) = 1040, which the engine row below naively
+records), the high watermark 1040 and the oldest SCN 1012 (the open transaction). APPLY_HALTED
+is ABORTED by ORA-26787 and has no progress yet.
+
+``populate`` writes it with the schemas of lakeapply.silver.tables; tests/gold/test_gold.py
+uses it, and so can a hand-run of the standalone ``dbt build`` (see dbt/README.md).
+"""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+import yaml
+from pyspark.sql import SparkSession
+from pyspark.sql import types as T
+
+from lakeapply.bronze.tables import LCR_TABLE, lcr_table_schema
+from lakeapply.contract.table_definitions import SCHEMAS_DIR, sample_table_definitions
+from lakeapply.runtime.catalog import Catalog, ensure_database, ensure_delta_table
+from lakeapply.silver import tables as apply_tables
+
+APPLY = "APPLY_DEMO"
+HALTED = "APPLY_HALTED"
+DB = "ORCL"
+GAP_TRANSACTION = "1.12.102"
+OPEN_TRANSACTION = "1.15.105"
+ERROR_TRANSACTION = "1.14.104"
+LOCAL_ERROR_TRANSACTION = "7.3.41"
+STUDENT_SILVER = "orcl_us03_student"
+COURSE_SILVER = "orcl_us03_course"
+ERROR_MESSAGE = (
+    'ORA-26787: The row with key ("STUDENT_KEY") = (7) does not exist in table US03.STUDENT'
+)
+
+
+def at(clock: str) -> datetime:
+    """A time on the sample day (the session time zone is UTC)."""
+    return datetime.fromisoformat(f"2024-05-01 {clock}")
+
+
+def _lcr(
+    schema: T.StructType, line: int, transaction_id: str, command: str, scn: int, **fields: Any
+) -> dict[str, Any]:
+    record: dict[str, Any] = dict.fromkeys(schema.fieldNames())
+    table = fields.pop("table", None)
+    record.update(
+        source_database_name=DB,
+        transaction_id=transaction_id,
+        command_type=command,
+        scn=scn,
+        lcr_kind="DIRECTIVE" if command in ("COMMIT", "ROLLBACK") else "ROW",
+        source_file="landing/orcl.jsonl",
+        line_number=line,
+        byte_offset=line * 100,
+        ingest_batch_id=1,
+        ingested_at=at("11:59:59"),
+    )
+    if table is not None:
+        record.update(object_owner="US03", object_name=table)
+    record.update(fields)
+    record["raw_lcr"] = json.dumps(
+        {k: v for k, v in record.items() if v is not None and k != "raw_lcr"}, default=str
+    )
+    return record
+
+
+# (transaction, command, scn, table); line numbers follow the list order.
+BRONZE_LCRS = [
+    ("1.10.100", "INSERT", 995, "STUDENT"),
+    ("1.10.100", "COMMIT", 1000, None),
+    ("1.11.101", "INSERT", 1006, "COURSE"),
+    ("1.11.101", "COMMIT", 1010, None),
+    (OPEN_TRANSACTION, "INSERT", 1012, "STUDENT"),
+    (GAP_TRANSACTION, "INSERT", 1015, "COURSE"),
+    (GAP_TRANSACTION, "COMMIT", 1020, None),
+    ("1.13.103", "UPDATE", 1026, "STUDENT"),
+    ("1.13.103", "COMMIT", 1030, None),
+    (ERROR_TRANSACTION, "INSERT", 1035, "COURSE"),
+    (ERROR_TRANSACTION, "UPDATE", 1036, "STUDENT"),
+    (ERROR_TRANSACTION, "COMMIT", 1040, None),
+]
+SPILLED = {OPEN_TRANSACTION, GAP_TRANSACTION}
+
+
+def _definition_json(name: str) -> str:
+    document = yaml.safe_load((SCHEMAS_DIR / "tables" / f"us03.{name}.yml").read_text())
+    return json.dumps(document)
+
+
+def populate(spark: SparkSession, catalog: Catalog) -> None:
+    """Create ``<prefix>_apply``, ``<prefix>_bronze.lcr`` and one silver table with the sample."""
+    for database in (catalog.apply, catalog.bronze, catalog.silver):
+        ensure_database(spark, database)
+    tables: dict[str, tuple[T.StructType, list[dict[str, Any]]]] = {
+        catalog.apply_table(name): (schema, [])
+        for name, schema in apply_tables.DICTIONARY_TABLES.items()
+    }
+
+    def apply_table(name: str, rows: list[dict[str, Any]]) -> None:
+        tables[catalog.apply_table(name)][1].extend(rows)
+
+    lcr_schema = lcr_table_schema()
+    bronze = [
+        _lcr(lcr_schema, line, transaction, command, scn, table=table)
+        for line, (transaction, command, scn, table) in enumerate(BRONZE_LCRS, start=1)
+    ]
+    tables[catalog.bronze_table(LCR_TABLE)] = (lcr_schema, bronze)
+    apply_table(
+        apply_tables.SPILL,
+        [{"apply_name": APPLY, **lcr} for lcr in bronze if lcr["transaction_id"] in SPILLED],
+    )
+    apply_table(
+        apply_tables.APPLY_PROCESSES,
+        [
+            {
+                "apply_name": APPLY,
+                "status": "ENABLED",
+                "status_change_time": at("11:00:00"),
+                "commit_serialization": "DEPENDENT_TRANSACTIONS",
+                "disable_on_error": "N",
+                "source_databases": [DB],
+            },
+            {
+                "apply_name": HALTED,
+                "status": "ABORTED",
+                "status_change_time": at("11:30:00"),
+                "error_number": 26787,
+                "error_message": ERROR_MESSAGE,
+                "commit_serialization": "FULL",
+                "disable_on_error": "Y",
+                "source_databases": [DB],
+            },
+        ],
+    )
+    apply_table(
+        apply_tables.PARAMETERS,
+        [
+            {
+                "apply_name": APPLY,
+                "parameter": "disable_on_error",
+                "value": "N",
+                "set_by_user": "YES",
+            },
+            {
+                "apply_name": APPLY,
+                "parameter": "max_cycle_batches",
+                "value": "100",
+                "set_by_user": "YES",
+            },
+        ],
+    )
+    apply_table(
+        apply_tables.DESTINATION_TABLES,
+        [
+            {
+                "apply_name": APPLY,
+                "source_database": DB,
+                "object_owner": "US03",
+                "object_name": name.upper(),
+                "silver_table": f"orcl_us03_{name}",
+                "definition_json": _definition_json(name),
+            }
+            for name in ("student", "course")
+        ],
+    )
+    apply_table(
+        apply_tables.INSTANTIATED_OBJECTS,
+        [
+            {
+                "apply_name": APPLY,
+                "source_database": DB,
+                "source_object_owner": "US03",
+                "source_object_name": name,
+                "source_object_type": "TABLE",
+                "instantiation_scn": 900,
+                "ignore_scn": None,
+            }
+            for name in ("STUDENT", "COURSE")
+        ],
+    )
+    apply_table(
+        apply_tables.INSTANTIATED_SCHEMAS,
+        [
+            {
+                "apply_name": APPLY,
+                "source_database": DB,
+                "source_schema": "US03",
+                "instantiation_scn": 800,
+            }
+        ],
+    )
+    apply_table(
+        apply_tables.INSTANTIATED_GLOBAL,
+        [{"apply_name": APPLY, "source_database": DB, "instantiation_scn": 700}],
+    )
+    apply_table(
+        apply_tables.KEY_COLUMNS,
+        [
+            {
+                "apply_name": APPLY,
+                "source_database": DB,
+                "object_owner": "US03",
+                "object_name": "COURSE",
+                "column_name": column,
+                "column_position": position,
+            }
+            for position, column in enumerate(SUBSTITUTE_KEY, start=1)
+        ],
+    )
+    apply_table(
+        apply_tables.CONFLICT_COLUMNS,
+        [
+            {
+                "apply_name": APPLY,
+                "source_database": DB,
+                "object_owner": "US03",
+                "object_name": "STUDENT",
+                "method_name": "MAXIMUM",
+                "resolution_column": "TUITION_FEE",
+                "column_name": "TUITION_FEE",
+            }
+        ],
+    )
+
+    def transaction(
+        transaction_id: str, scn: int, first: int, commit: str, outcome: str, cycle: int
+    ) -> dict[str, Any]:
+        return {
+            "apply_name": APPLY,
+            "source_database": DB,
+            "transaction_id": transaction_id,
+            "commit_scn": scn,
+            "first_scn": first,
+            "commit_time": at(commit),
+            "outcome": outcome,
+            "message_count": 1,
+            "cycle_id": cycle,
+            "applied_at": at("12:00:20" if cycle == 1 else "12:01:00"),
+        }
+
+    apply_table(
+        apply_tables.TRANSACTIONS,
+        [
+            transaction("1.10.100", 1000, 995, "12:00:00", "APPLIED", 1),
+            transaction("1.11.101", 1010, 1006, "12:00:05", "APPLIED", 1),
+            transaction("1.13.103", 1030, 1026, "12:00:15", "APPLIED", 2),
+            transaction(ERROR_TRANSACTION, 1040, 1035, "12:00:18", "ERROR", 2),
+        ],
+    )
+
+    def progress(cycle: int, watermark: int, applied: int, errors: int) -> dict[str, Any]:
+        # The engine's own watermarks, deliberately max(CSCN): the gold layer recomputes them.
+        return {
+            "apply_name": APPLY,
+            "source_database": DB,
+            "cycle_id": cycle,
+            "low_watermark": watermark,
+            "low_watermark_time": None,
+            "high_watermark": watermark,
+            "high_watermark_time": None,
+            "oldest_scn": 1012,
+            "oldest_transaction_id": OPEN_TRANSACTION,
+            "spill_scn": 1012,
+            "apply_time": at("12:00:20" if cycle == 1 else "12:01:00"),
+            "total_received": 6 * cycle,
+            "total_applied": applied,
+            "total_ignored": 0,
+            "total_rolled_back": 0,
+            "total_errors": errors,
+            "status": "ENABLED",
+            "table_versions": {STUDENT_SILVER: cycle},
+        }
+
+    apply_table(apply_tables.PROGRESS, [progress(1, 1010, 2, 0), progress(2, 1040, 3, 1)])
+    apply_table(
+        apply_tables.ERROR_QUEUE,
+        [
+            {
+                "apply_name": APPLY,
+                "queue_name": "APPLY_DEMO_QUEUE",
+                "local_transaction_id": LOCAL_ERROR_TRANSACTION,
+                "source_database": DB,
+                "source_transaction_id": ERROR_TRANSACTION,
+                "source_commit_scn": 1040,
+                "message_number": 2,
+                "error_number": 26787,
+                "error_message": ERROR_MESSAGE,
+                "recipient_id": 0,
+                "recipient_name": "LAKEAPPLY",
+                "message_count": 2,
+                "error_creation_time": at("12:01:00"),
+                "cycle_id": 2,
+            }
+        ],
+    )
+    apply_table(
+        apply_tables.ERROR_MESSAGES,
+        [
+            {
+                "apply_name": APPLY,
+                "local_transaction_id": LOCAL_ERROR_TRANSACTION,
+                "message_number": number,
+                **lcr,
+            }
+            for number, lcr in enumerate(
+                (
+                    lcr
+                    for lcr in bronze
+                    if lcr["transaction_id"] == ERROR_TRANSACTION and lcr["lcr_kind"] == "ROW"
+                ),
+                start=1,
+            )
+        ],
+    )
+
+    for definition in sample_table_definitions():
+        schema = definition.spark_schema()
+        tables[catalog.silver_table(f"orcl_us03_{definition.name.lower()}")] = (
+            schema,
+            [
+                dict(zip(schema.fieldNames(), silver_row(schema, row), strict=True))
+                for row in SILVER_ROWS[definition.name]
+            ],
+        )
+
+    # One Delta commit per table (tables without rows are created empty), a few at a time.
+    def create(table: str) -> None:
+        schema, rows = tables[table]
+        if not rows:
+            ensure_delta_table(spark, table, schema)
+            return
+        ordered = [tuple(row.get(name) for name in schema.fieldNames()) for row in rows]
+        spark.createDataFrame(ordered, schema).write.format("delta").mode("overwrite").saveAsTable(
+            table
+        )
+
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        list(pool.map(create, tables))
+
+
+# Silver rows; COURSE has the substitute key (UNIVERSITY, SUBJECT), narrower than its primary key.
+SUBSTITUTE_KEY = ("UNIVERSITY", "SUBJECT")
+SILVER_ROWS: dict[str, list[dict[str, Any]]] = {
+    "STUDENT": [
+        {"STUDENT_KEY": 1, "FIRST_NAME": "Ada", "SURNAME": "Lovelace"},
+        {"STUDENT_KEY": 2, "FIRST_NAME": "Alan", "SURNAME": "Turing"},
+    ],
+    "COURSE": [
+        {"UNIVERSITY": "Cambridge", "SUBJECT": "Mathematics", "ENTRY_YEAR": 1950},
+        {"UNIVERSITY": "Cambridge", "SUBJECT": "Physics", "ENTRY_YEAR": 1950},
+    ],
+}
+
+
+def silver_row(schema: T.StructType, values: dict[str, Any]) -> tuple[Any, ...]:
+    """A silver row in ``schema`` order; numbers become Decimals (NUMBER columns)."""
+    return tuple(
+        Decimal(values[name]) if isinstance(values.get(name), int) else values.get(name)
+        for name in schema.fieldNames()
+    )

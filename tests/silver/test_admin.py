@@ -1,0 +1,228 @@
+"""The DBMS_APPLY_ADM-like API: settings round-trip through the Delta dictionary tables."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from lakeapply.contract.table_definitions import SCHEMAS_DIR, table_definition_from_dict
+from lakeapply.errors import ConfigurationError
+from lakeapply.runtime.catalog import Catalog
+from lakeapply.silver import admin
+from lakeapply.silver.config import load_config
+from lakeapply.silver.engine import apply_status
+from lakeapply.silver.settings import (
+    ApplySettings,
+    CommitSerialization,
+    ConflictResolution,
+    DestinationTable,
+    UpdateConflictHandler,
+)
+
+DEMO = load_config(SCHEMAS_DIR.parent / "lakeapply.yml")[0]
+STUDENT = "US03.STUDENT"
+
+
+def _settings() -> ApplySettings:
+    """The demo apply process with every kind of setting filled in."""
+    course, student, *rest = DEMO.tables
+    student = replace(
+        student,
+        key_columns=("FIRST_NAME", "SURNAME"),
+        instantiation_scn=30,
+        ignore_scn=20,
+        uncompared_columns=frozenset({("GENDER", "UPDATE"), ("GENDER", "DELETE")}),
+        update_conflict_handlers=(
+            UpdateConflictHandler(
+                ConflictResolution.MAXIMUM, ("TUITION_FEE", "ENTRY_YEAR"), "TUITION_FEE"
+            ),
+            UpdateConflictHandler(ConflictResolution.DISCARD, ("SUBJECT",), "SUBJECT"),
+        ),
+    )
+    return replace(
+        DEMO,
+        apply_name="APPLY_ADMIN",
+        tables=(course, student, *rest),
+        commit_serialization=CommitSerialization.DEPENDENT_TRANSACTIONS,
+        discard_tagged=True,
+        schema_instantiation_scns=(("ORCL", "US03", 10), ("DBS1.EXAMPLE.COM", "SYNTH", 11)),
+        global_instantiation_scns=(("DBS1.EXAMPLE.COM", 5),),
+        max_cycle_batches=3,
+        max_error_passes=2,
+    )
+
+
+def _student(settings: ApplySettings) -> DestinationTable:
+    table = settings.table_for("ORCL", "US03", "STUDENT")
+    assert table is not None
+    return table
+
+
+def test_published_settings_load_back_equal_to_the_original(
+    spark: SparkSession, catalog: Catalog
+) -> None:
+    settings = _settings()
+    admin.publish_settings(spark, catalog, DEMO)
+    admin.publish_settings(spark, catalog, settings)
+    assert admin.load_settings(spark, catalog, "APPLY_ADMIN") == settings
+    assert admin.load_settings(spark, catalog, "APPLY_DEMO") == DEMO
+    for table in settings.tables:
+        document = admin.table_definition_to_dict(table.definition)
+        assert table_definition_from_dict(document, "test") == table.definition
+
+
+def test_loading_an_apply_process_that_does_not_exist_fails_naming_it(
+    spark: SparkSession, catalog: Catalog
+) -> None:
+    with pytest.raises(ConfigurationError, match="'APPLY_NONE' does not exist"):
+        admin.load_settings(spark, catalog, "APPLY_NONE")
+    admin.publish_settings(spark, catalog, DEMO)
+    with pytest.raises(ConfigurationError, match="'APPLY_NONE' does not exist"):
+        admin.set_parameter(spark, catalog, "APPLY_NONE", "MAX_ERROR_PASSES", 3)
+
+
+def test_table_level_setters_change_what_load_settings_returns(
+    spark: SparkSession, catalog: Catalog
+) -> None:
+    admin.publish_settings(spark, catalog, _settings())
+    name = "APPLY_ADMIN"
+    admin.set_key_columns(spark, catalog, name, "ORCL", STUDENT, ["SURNAME"])
+    admin.set_table_instantiation_scn(spark, catalog, name, "ORCL", STUDENT, 40)
+    admin.compare_old_values(spark, catalog, name, "ORCL", STUDENT, ["GENDER"], "DELETE", True)
+    admin.compare_old_values(spark, catalog, name, "ORCL", STUDENT, ["SUBJECT"], "*", False)
+    admin.set_update_conflict_handler(
+        spark, catalog, name, "ORCL", STUDENT, None, None, ["SUBJECT"]
+    )
+    admin.set_update_conflict_handler(
+        spark,
+        catalog,
+        name,
+        "ORCL",
+        STUDENT,
+        "MINIMUM",
+        "ENTRY_YEAR",
+        ["ENTRY_YEAR", "TUITION_FEE"],
+    )
+    student = _student(admin.load_settings(spark, catalog, name))
+    assert student.key_columns == ("SURNAME",)
+    assert student.instantiation_scn == 40
+    assert student.uncompared_columns == {
+        ("GENDER", "UPDATE"),
+        ("SUBJECT", "UPDATE"),
+        ("SUBJECT", "DELETE"),
+    }
+    assert student.update_conflict_handlers == (
+        UpdateConflictHandler(
+            ConflictResolution.MINIMUM, ("ENTRY_YEAR", "TUITION_FEE"), "ENTRY_YEAR"
+        ),
+    )
+    admin.set_key_columns(spark, catalog, name, "ORCL", STUDENT, None)
+    assert _student(admin.load_settings(spark, catalog, name)).key_columns == ()
+
+
+def test_apply_level_setters_change_what_load_settings_returns(
+    spark: SparkSession, catalog: Catalog
+) -> None:
+    admin.publish_settings(spark, catalog, DEMO)
+    name = "APPLY_DEMO"
+    admin.set_schema_instantiation_scn(spark, catalog, name, "ORCL", "US03", 7)
+    admin.set_global_instantiation_scn(spark, catalog, name, "ORCL", 3)
+    admin.set_parameter(spark, catalog, name, "COMMIT_SERIALIZATION", "DEPENDENT_TRANSACTIONS")
+    admin.set_parameter(spark, catalog, name, "disable_on_error", "Y")
+    admin.set_parameter(spark, catalog, name, "MAX_CYCLE_BATCHES", 5)
+    admin.set_parameter(spark, catalog, name, "MAX_ERROR_PASSES", "1")
+    assert admin.load_settings(spark, catalog, name) == replace(
+        DEMO,
+        schema_instantiation_scns=(("ORCL", "US03", 7),),
+        global_instantiation_scns=(("ORCL", 3),),
+        commit_serialization=CommitSerialization.DEPENDENT_TRANSACTIONS,
+        disable_on_error=True,
+        max_cycle_batches=5,
+        max_error_passes=1,
+    )
+    for parameter, value, message in [
+        ("PARALLELISM", "4", "unknown parameter 'PARALLELISM'"),
+        ("COMMIT_SERIALIZATION", "NONE", "invalid value 'NONE'"),
+        ("DISABLE_ON_ERROR", "yes", "invalid value 'yes' \\(Y or N\\)"),
+        ("MAX_ERROR_PASSES", "0", "invalid value '0' \\(an integer >= 1\\)"),
+    ]:
+        with pytest.raises(ConfigurationError, match=message):
+            admin.set_parameter(spark, catalog, name, parameter, value)
+    with pytest.raises(ConfigurationError, match="source database 'NOPE' is not one of"):
+        admin.set_global_instantiation_scn(spark, catalog, name, "NOPE", 3)
+
+
+def test_stop_and_start_apply_set_a_status_that_publishing_keeps(
+    spark: SparkSession, catalog: Catalog
+) -> None:
+    admin.publish_settings(spark, catalog, DEMO)
+    assert apply_status(spark, catalog, "APPLY_DEMO") == "ENABLED"
+    admin.stop_apply(spark, catalog, "APPLY_DEMO")
+    admin.set_parameter(spark, catalog, "APPLY_DEMO", "MAX_ERROR_PASSES", 4)
+    assert apply_status(spark, catalog, "APPLY_DEMO") == "DISABLED"
+    admin.start_apply(spark, catalog, "APPLY_DEMO")
+    assert apply_status(spark, catalog, "APPLY_DEMO") == "ENABLED"
+
+
+def test_an_instantiation_scn_below_the_ignore_scn_is_refused(
+    spark: SparkSession, catalog: Catalog
+) -> None:
+    admin.publish_settings(spark, catalog, _settings())
+    message = re.escape(
+        "the instantiation SCN cannot be set below the object's ignore SCN (19 < 20)"
+    )
+    with pytest.raises(ConfigurationError, match=message):
+        admin.set_table_instantiation_scn(spark, catalog, "APPLY_ADMIN", "ORCL", STUDENT, 19)
+    with pytest.raises(ConfigurationError, match=message):
+        admin.instantiate(spark, catalog, "APPLY_ADMIN", "ORCL", STUDENT, 19)
+    assert _student(admin.load_settings(spark, catalog, "APPLY_ADMIN")).instantiation_scn == 30
+
+
+def test_an_unknown_column_or_table_is_refused_with_a_precise_message(
+    spark: SparkSession, catalog: Catalog
+) -> None:
+    admin.publish_settings(spark, catalog, DEMO)
+    unknown = re.escape("unknown column(s) ['NICKNAME'] (not in US03.STUDENT)")
+    with pytest.raises(ConfigurationError, match=unknown):
+        admin.set_key_columns(spark, catalog, "APPLY_DEMO", "ORCL", STUDENT, ["NICKNAME"])
+    with pytest.raises(ConfigurationError, match=unknown):
+        admin.compare_old_values(
+            spark, catalog, "APPLY_DEMO", "ORCL", STUDENT, ["NICKNAME"], "*", False
+        )
+    with pytest.raises(ConfigurationError, match=unknown):
+        admin.set_update_conflict_handler(
+            spark, catalog, "APPLY_DEMO", "ORCL", STUDENT, "OVERWRITE", "NICKNAME", ["NICKNAME"]
+        )
+    with pytest.raises(
+        ConfigurationError, match=re.escape("no destination table for US03.TEACHER from ORCL")
+    ):
+        admin.set_table_instantiation_scn(spark, catalog, "APPLY_DEMO", "ORCL", "US03.TEACHER", 1)
+    assert admin.load_settings(spark, catalog, "APPLY_DEMO") == DEMO
+
+
+def test_instantiate_loads_a_csv_export_and_sets_the_instantiation_scn(
+    spark: SparkSession, catalog: Catalog, tmp_path: Path
+) -> None:
+    admin.publish_settings(spark, catalog, DEMO)
+    export = tmp_path / "student.csv"
+    export.write_text(
+        "student_key,First_Name,SURNAME,TUITION_FEE\n1,Ada,Lovelace,9000.5\n2,Alan,,\n"
+    )
+    admin.instantiate(spark, catalog, "APPLY_DEMO", "ORCL", STUDENT, 2000, export, "csv")
+    rows = spark.table(catalog.silver_table("orcl_us03_student")).orderBy("STUDENT_KEY").collect()
+    assert [(r.STUDENT_KEY, r.FIRST_NAME, r.SURNAME, r.TUITION_FEE, r.GENDER) for r in rows] == [
+        (Decimal(1), "Ada", "Lovelace", Decimal("9000.5"), None),
+        (Decimal(2), "Alan", None, None, None),
+    ]
+    assert _student(admin.load_settings(spark, catalog, "APPLY_DEMO")).instantiation_scn == 2000
+    with pytest.raises(ConfigurationError, match="is not empty: refusing to load"):
+        admin.instantiate(spark, catalog, "APPLY_DEMO", "ORCL", STUDENT, 2001, export, "csv")
+    bad = tmp_path / "course.csv"
+    bad.write_text("UNIVERSITY,NICKNAME\n1,x\n")
+    with pytest.raises(ConfigurationError, match=re.escape("unknown column(s) ['NICKNAME']")):
+        admin.instantiate(spark, catalog, "APPLY_DEMO", "ORCL", "US03.COURSE", 5, bad, "csv")
