@@ -200,3 +200,52 @@ def run(obj: CliContext, landing: Path, seed: int, transactions: int) -> None:
     from lakeapply.jobs import run_demo
 
     run_demo(obj.warehouse, obj.catalog_prefix, landing, seed, transactions, Console())
+
+
+def _load_apply_settings(config: Path, apply_name: str | None) -> Any:
+    from lakeapply.errors import ConfigurationError
+    from lakeapply.silver.config import load_config
+
+    processes = load_config(config)
+    if apply_name is None:
+        if len(processes) != 1:
+            names = ", ".join(p.apply_name for p in processes)
+            raise ConfigurationError(f"{config}: several apply processes ({names}): pick one")
+        return processes[0]
+    for process in processes:
+        if process.apply_name == apply_name:
+            return process
+    raise ConfigurationError(f"{config}: no apply process named {apply_name!r}")
+
+
+@main.command()
+@click.option(
+    "--config",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    default=Path("lakeapply.yml"),
+    show_default=True,
+    help="Apply processes to run.",
+)
+@click.option("--apply-name", default=None, help="Which apply process (default: the only one).")
+@click.pass_obj
+def apply(obj: CliContext, config: Path, apply_name: str | None) -> None:
+    """Apply committed transactions from bronze to the silver tables (Oracle apply semantics)."""
+    from lakeapply.silver.engine import run_apply
+
+    settings = _load_apply_settings(config, apply_name)
+    spark = _spark(obj)
+    with progress_steps(f"applying {settings.apply_name}") as step:
+        reports = run_apply(spark, _catalog(obj), settings, progress=step)
+    if not reports:
+        click.echo(f"{settings.apply_name}: nothing new to apply")
+    for report in reports:
+        click.echo(
+            f"{report.apply_name} cycle {report.cycle_id}{' (resumed)' if report.resumed else ''}: "
+            f"{report.applied} applied, {report.ignored} ignored, {report.errors} errors, "
+            f"{report.rolled_back} rolled back; low watermarks {report.low_watermarks}"
+            + (
+                "; ABORTED (see DBA_APPLY_ERROR, then `lakeapply admin start-apply`)"
+                if report.aborted
+                else ""
+            )
+        )

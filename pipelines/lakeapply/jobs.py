@@ -5,13 +5,81 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from pyspark.sql import SparkSession, Window
+from pyspark.sql import functions as F
 from rich.console import Console
+from rich.table import Table
 
 from lakeapply.bronze.ingest import ingest
 from lakeapply.landing.generator import WorkloadSpec, write_workload
 from lakeapply.runtime.catalog import Catalog
 from lakeapply.runtime.session import LocalSparkSettings, get_spark
+from lakeapply.silver import tables as dictionary
+from lakeapply.silver.config import load_config
+from lakeapply.silver.engine import run_apply
 from lakeapply.status import collect_status, render_status
+
+
+def render_apply_summary(spark: SparkSession, catalog: Catalog, console: Console) -> None:
+    """Progress per apply process and source database, and the error queue."""
+    progress = Table(
+        "apply",
+        "source database",
+        "low watermark",
+        "oldest SCN",
+        "applied",
+        "ignored",
+        "errors",
+        "rolled back",
+        "status",
+        title="apply progress (latest cycle)",
+    )
+    latest = Window.partitionBy("apply_name", "source_database").orderBy(F.desc("cycle_id"))
+    for row in (
+        spark.table(catalog.apply_table(dictionary.PROGRESS))
+        .withColumn("rank", F.row_number().over(latest))
+        .where(F.col("rank") == 1)
+        .orderBy("apply_name", "source_database")
+        .collect()
+    ):
+        progress.add_row(
+            row.apply_name,
+            row.source_database,
+            str(row.low_watermark),
+            str(row.oldest_scn),
+            str(row.total_applied),
+            str(row.total_ignored),
+            str(row.total_errors),
+            str(row.total_rolled_back),
+            row.status,
+        )
+    console.print(progress)
+    errors = Table(
+        "apply",
+        "local txn",
+        "source txn",
+        "commit SCN",
+        "message",
+        "error",
+        "message text",
+        title="error queue (DBA_APPLY_ERROR)",
+    )
+    for row in (
+        spark.table(catalog.apply_table(dictionary.ERROR_QUEUE))
+        .orderBy("apply_name", "source_commit_scn")
+        .limit(20)
+        .collect()
+    ):
+        errors.add_row(
+            row.apply_name,
+            row.local_transaction_id,
+            row.source_transaction_id,
+            str(row.source_commit_scn),
+            f"{row.message_number}/{row.message_count}",
+            f"ORA-{row.error_number:05d}",
+            row.error_message[:90],
+        )
+    console.print(errors)
 
 
 def run_demo(
@@ -21,11 +89,14 @@ def run_demo(
     seed: int,
     transactions: int,
     console: Console,
+    config: Path = Path("lakeapply.yml"),
 ) -> None:
-    """landing -> bronze on the embedded default, then a summary."""
+    """landing -> bronze -> silver on the embedded default, then a summary."""
     started = time.monotonic()
     if not landing.exists() or not any(landing.rglob("*.jsonl*")):
-        spec = WorkloadSpec(seed=seed, transactions=transactions, bad_line_ratio=0.001)
+        spec = WorkloadSpec(
+            seed=seed, transactions=transactions, bad_line_ratio=0.001, conflict_ratio=0.01
+        )
         workload = write_workload(spec, landing)
         console.print(f"generated {workload.line_count} LCR lines into {landing}")
     spark = get_spark(LocalSparkSettings(warehouse))
@@ -41,4 +112,14 @@ def run_demo(
             f"({report.bronze_rows} LCRs, {report.quarantined_rows} quarantined)"
         )
     render_status(collect_status(spark, catalog), console)
+    for settings in load_config(config):
+        for cycle in run_apply(
+            spark, catalog, settings, lambda step: console.print(f"  apply: {step}")
+        ):
+            console.print(
+                f"silver: {cycle.apply_name} cycle {cycle.cycle_id}: {cycle.applied} applied, "
+                f"{cycle.ignored} ignored, {cycle.errors} errors"
+                + (" - ABORTED" if cycle.aborted else "")
+            )
+    render_apply_summary(spark, catalog, console)
     console.print(f"done in {time.monotonic() - started:.1f}s")

@@ -234,14 +234,17 @@ def test_render_sqlplus_prints_dba_apply_error_with_wrapped_messages(
         "RECIPIENT_ID",
         "RECIPIENT_NAME",
         "MESSAGE_COUNT",
-        "ERROR_CREATION_TIM",  # DATE headings are cut to the column width
+        "ERROR_CREATION_TIME",  # as wide as "YYYY-MM-DD HH24:MI:SS": not cut
     ]
     assert set(lines[2]) == {"-", " "}
     assert "2024-05-01 12:01:00" in lines[3]
-    # The 86-character message wraps within its 40-character column onto two more lines.
+    # The message wraps within its 40-character column onto two more lines, cut mid-word as
+    # SQL*Plus does (SET WRAP ON, not WORD_WRAPPED).
+    assert len(sample.ERROR_MESSAGE) == 86
     assert len(lines) == 6
-    assert "ORA-26787" in lines[3]
-    assert lines[5].strip() == "US03.STUDENT"
+    assert sample.ERROR_MESSAGE[:40] in lines[3]
+    assert lines[4].strip() == sample.ERROR_MESSAGE[40:80]
+    assert lines[5].strip() == sample.ERROR_MESSAGE[80:]
 
 
 def test_render_sqlplus_refuses_an_unknown_view(spark: SparkSession) -> None:

@@ -31,9 +31,9 @@ def land(spark: SparkSession, catalog: Catalog, lcrs: list[dict[str, Any]], name
     assert not bad, bad
     now = datetime.now(UTC).replace(tzinfo=None)
     frame = bronze_rows(classified, batch_id, now)
-    frame.select(*[F.col(f"`{f.name}`").cast(f.dataType) for f in lcr_table_schema().fields]).write.format(
-        "delta"
-    ).mode("append").saveAsTable(catalog.bronze_table(LCR_TABLE))
+    frame.select(
+        *[F.col(f"`{f.name}`").cast(f.dataType) for f in lcr_table_schema().fields]
+    ).write.format("delta").mode("append").saveAsTable(catalog.bronze_table(LCR_TABLE))
     spark.createDataFrame(
         [(batch_id, "COMMITTED", source_file, False, 0, 0, 1, 0, len(lcrs), len(lcrs), 0, now)],
         ingest_log_schema(),

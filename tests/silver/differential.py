@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -53,13 +54,31 @@ def isolate(workload: Workload, number: int) -> Workload:
         schema_instantiation_scns=tuple(
             (source[d], o, s) for d, o, s in settings.schema_instantiation_scns
         ),
-        global_instantiation_scns=tuple((source[d], s) for d, s in settings.global_instantiation_scns),
+        global_instantiation_scns=tuple(
+            (source[d], s) for d, s in settings.global_instantiation_scns
+        ),
     )
     return (
         renamed,
         [{**lcr, "source_database_name": source[lcr["source_database_name"]]} for lcr in lcrs],
         {silver(name): rows for name, rows in initial.items()},
     )
+
+
+def split_in_commit_order(lcrs: list[dict[str, Any]], parts: int) -> list[list[dict[str, Any]]]:
+    """Cut the arrival sequence into at most ``parts`` ingest batches, only where every COMMIT
+    before the cut has a lower SCN than every COMMIT after it: a capture delivers commits of a
+    source in commit order, so an incremental apply never meets a commit below its watermark."""
+    commits = [(i, lcr["scn"]) for i, lcr in enumerate(lcrs) if lcr["command_type"] == "COMMIT"]
+    cuts = [
+        index + 1
+        for index, lcr in enumerate(lcrs[:-1])
+        if all(scn < after for i, scn in commits if i <= index for j, after in commits if j > index)
+    ]
+    step = max(1, len(cuts) // parts)
+    chosen = sorted(set(cuts[step - 1 :: step][: parts - 1])) if parts > 1 else []
+    bounds = [0, *chosen, len(lcrs)]
+    return [lcrs[a:b] for a, b in itertools.pairwise(bounds) if lcrs[a:b]]
 
 
 def _tables_by_silver_name(settings: ApplySettings) -> dict[str, DestinationTable]:
@@ -83,19 +102,33 @@ def reference_outcome(workload: Workload) -> Comparable:
     return {
         "tables": tables,
         "errors": sorted(
-            (e.source_database, e.source_transaction_id, e.source_commit_scn, e.message_number,
-             e.error_number, e.error_message, e.message_count)
+            (
+                e.source_database,
+                e.source_transaction_id,
+                e.source_commit_scn,
+                e.message_number,
+                e.error_number,
+                e.error_message,
+                e.message_count,
+            )
             for e in result.errors
         ),
-        "counters": {k: result.counters[k] for k in ("applied", "ignored", "rolled_back", "errors", "received")},
+        "counters": {
+            k: result.counters[k]
+            for k in ("applied", "ignored", "rolled_back", "errors", "received")
+        },
         "low_watermark": result.low_watermark,
         "oldest_scn": result.oldest_scn,
         "aborted": result.aborted,
     }
 
 
-def _load_initial(spark: SparkSession, catalog: Catalog, settings: ApplySettings,
-                  initial: dict[str, list[dict[str, Any]]]) -> None:
+def _load_initial(
+    spark: SparkSession,
+    catalog: Catalog,
+    settings: ApplySettings,
+    initial: dict[str, list[dict[str, Any]]],
+) -> None:
     tables = _tables_by_silver_name(settings)
     for name, rows in initial.items():
         if not rows:
@@ -108,31 +141,41 @@ def _load_initial(spark: SparkSession, catalog: Catalog, settings: ApplySettings
         ]
         frame = spark.createDataFrame(texts, ", ".join(f"{quote(c.name)} string" for c in columns))
         load_initial_copy(
-            spark, catalog, table,
+            spark,
+            catalog,
+            table,
             frame.select(*[typed_value(c, F.col(quote(c.name))).alias(c.name) for c in columns]),
         )
+
+
+def prepare(spark: SparkSession, catalog: Catalog, workload: Workload, batches: int = 1) -> None:
+    """Destination tables with their initial copy, the LCRs landed in ``batches`` ingest batches."""
+    settings, lcrs, initial = workload
+    ensure_apply_tables(spark, catalog)
+    ensure_destination_tables(spark, catalog, settings)
+    _load_initial(spark, catalog, settings, initial)
+    for part in split_in_commit_order(lcrs, batches):
+        land(spark, catalog, part, settings.apply_name)
+    start_apply(spark, catalog, settings)
 
 
 def engine_outcome(
     spark: SparkSession, catalog: Catalog, workload: Workload, batches: int = 1
 ) -> Comparable:
-    settings, lcrs, initial = workload
-    ensure_apply_tables(spark, catalog)
-    ensure_destination_tables(spark, catalog, settings)
-    _load_initial(spark, catalog, settings, initial)
-    size = max(1, -(-len(lcrs) // batches))
-    for start in range(0, max(len(lcrs), 1), size):
-        if lcrs[start : start + size]:
-            land(spark, catalog, lcrs[start : start + size], settings.apply_name)
-    start_apply(spark, catalog, settings)
-    run_apply(spark, catalog, settings)
+    prepare(spark, catalog, workload, batches)
+    run_apply(spark, catalog, workload[0])
+    return read_outcome(spark, catalog, workload[0])
 
+
+def read_outcome(spark: SparkSession, catalog: Catalog, settings: ApplySettings) -> Comparable:
     tables = {}
     for name, table in _tables_by_silver_name(settings).items():
         columns = table.definition.columns
-        rows = spark.table(catalog.silver_table(name)).select(
-            *[spark_text(c, F.col(quote(c.name))).alias(c.name) for c in columns]
-        ).collect()
+        rows = (
+            spark.table(catalog.silver_table(name))
+            .select(*[spark_text(c, F.col(quote(c.name))).alias(c.name) for c in columns])
+            .collect()
+        )
         converted = [{c.name: from_spark_text(c, row[c.name]) for c in columns} for row in rows]
         tables[name] = {
             key_text(table, tuple(row[k] for k in table.effective_key)): {
@@ -142,15 +185,25 @@ def engine_outcome(
         }
     apply = settings.apply_name
     errors = sorted(
-        (r.source_database, r.source_transaction_id, r.source_commit_scn, r.message_number,
-         r.error_number, r.error_message, r.message_count)
+        (
+            r.source_database,
+            r.source_transaction_id,
+            r.source_commit_scn,
+            r.message_number,
+            r.error_number,
+            r.error_message,
+            r.message_count,
+        )
         for r in spark.table(catalog.apply_table(dictionary.ERROR_QUEUE))
-        .where(F.col("apply_name") == apply).collect()
+        .where(F.col("apply_name") == apply)
+        .collect()
     )
     progress = {
         r.source_database: r
         for r in spark.table(catalog.apply_table(dictionary.PROGRESS))
-        .where(F.col("apply_name") == apply).orderBy("cycle_id").collect()
+        .where(F.col("apply_name") == apply)
+        .orderBy("cycle_id")
+        .collect()
     }
     totals = {"applied": 0, "ignored": 0, "rolled_back": 0, "errors": 0, "received": 0}
     for row in progress.values():
@@ -164,7 +217,8 @@ def engine_outcome(
         "errors": errors,
         "counters": totals,
         "low_watermark": {
-            s: progress[s].low_watermark if s in progress else None for s in settings.source_databases
+            s: progress[s].low_watermark if s in progress else None
+            for s in settings.source_databases
         },
         "oldest_scn": {
             s: progress[s].oldest_scn if s in progress else None for s in settings.source_databases

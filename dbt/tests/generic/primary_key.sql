@@ -3,19 +3,14 @@
     share their values (unique), checked together in one aggregation so that every key of every
     model is tested without doubling the test count. Returns one row per failing key value.
 #}
-{% test primary_key(model, column_names) %}
-
-    {%- set key_columns = column_names | join(', ') %}
-
-    select
-        {{ key_columns }},
-        count(*) as occurrences
-    from {{ model }}
-    group by {{ key_columns }}
-    having
-        count(*) > 1
-        {%- for column in column_names %}
-        or {{ column }} is null
-        {%- endfor %}
-
+{%- test primary_key(model, column_names) -%}
+{%- set key_columns = column_names | join(', ') %}
+select
+    {{ key_columns }},
+    count(*) as occurrences
+from {{ model }}
+group by {{ key_columns }}
+having
+    count(*) > 1
+    or {{ column_names | join(' is null or ') }} is null
 {% endtest %}

@@ -116,6 +116,7 @@ def run_gold(
     select: Sequence[str] = (),
     target: str = "inprocess",
     project_dir: Path | None = None,
+    threads: int = 1,
     quiet: bool = True,
 ) -> GoldReport:
     """Run ``dbt <command>`` on the gold project in-process, reusing ``spark``.
@@ -123,7 +124,8 @@ def run_gold(
     ``catalog_prefix`` names the databases (sources in ``<prefix>_apply`` and ``<prefix>_bronze``,
     views in ``<prefix>_gold``); ``warehouse`` is the warehouse folder (the profile's
     LAKEAPPLY_WAREHOUSE; dbt's target and log folders go under ``<warehouse>/dbt``). ``select``
-    narrows the nodes (dbt ``--select``). Returns the counts; raises :class:`GoldError` with
+    narrows the nodes (dbt ``--select``); ``threads`` is dbt's (several queries at a time on the
+    one session). Returns the counts; raises :class:`GoldError` with
     dbt's failure summary when dbt cannot run or any node fails (the report is on the error).
     """
     catalog = Catalog(catalog_prefix)
@@ -156,7 +158,7 @@ def run_gold(
         str(artifacts / "logs"),
     ]
     if command in _SELECTING_COMMANDS:
-        args += ["--threads", "1"]
+        args += ["--threads", str(threads)]
         if select:
             args += ["--select", *select]
     if quiet:

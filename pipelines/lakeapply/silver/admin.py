@@ -329,11 +329,26 @@ def _dictionary_rows(settings: ApplySettings) -> dict[str, list[tuple[Any, ...]]
 
 def publish_settings(spark: SparkSession, catalog: Catalog, settings: ApplySettings) -> None:
     """Validate ``settings`` and write every dictionary row of this apply process."""
+    _publish(spark, catalog, settings, None)
+
+
+def _publish(
+    spark: SparkSession, catalog: Catalog, settings: ApplySettings, previous: ApplySettings | None
+) -> None:
+    """Publish; with the ``previous`` (loaded) settings, only the dictionary tables that change."""
     validate_settings(settings)
-    engine.ensure_apply_tables(spark, catalog)
+    if previous is None:
+        engine.ensure_apply_tables(spark, catalog)
+    before = {} if previous is None else _dictionary_rows(previous)
     for name, rows in _dictionary_rows(settings).items():
-        _replace_rows(spark, catalog, name, settings.apply_name, rows)
-    _merge_apply_process(spark, catalog, settings)
+        if previous is None or before[name] != rows:
+            _replace_rows(spark, catalog, name, settings.apply_name, rows)
+    if previous is None or _process_fields(previous) != _process_fields(settings):
+        _merge_apply_process(spark, catalog, settings)
+
+
+def _process_fields(settings: ApplySettings) -> tuple[Any, ...]:
+    return (settings.commit_serialization, settings.disable_on_error, settings.source_databases)
 
 
 def _rows(spark: SparkSession, catalog: Catalog, name: str, apply_name: str) -> list[Row]:
@@ -489,20 +504,6 @@ def _with_table(settings: ApplySettings, table: DestinationTable) -> ApplySettin
     )
 
 
-def _change_table(
-    spark: SparkSession,
-    catalog: Catalog,
-    apply_name: str,
-    source_database: str,
-    object_name: str,
-    procedure: str,
-    **changes: Any,
-) -> None:
-    settings = load_settings(spark, catalog, apply_name)
-    table = _find_table(settings, source_database, object_name, procedure)
-    publish_settings(spark, catalog, _with_table(settings, replace(table, **changes)))
-
-
 def set_key_columns(
     spark: SparkSession,
     catalog: Catalog,
@@ -518,7 +519,7 @@ def set_key_columns(
     _check_columns(settings.apply_name, table.definition, columns, "SET_KEY_COLUMNS")
     if len(set(columns)) != len(columns):
         raise _fail(settings.apply_name, "SET_KEY_COLUMNS", f"duplicate column in {columns}")
-    publish_settings(spark, catalog, _with_table(settings, replace(table, key_columns=columns)))
+    _publish(spark, catalog, _with_table(settings, replace(table, key_columns=columns)), settings)
 
 
 def set_table_instantiation_scn(
@@ -544,10 +545,11 @@ def set_table_instantiation_scn(
             f"the instantiation SCN cannot be set below the object's ignore SCN "
             f"({instantiation_scn} < {table.ignore_scn})",
         )
-    publish_settings(
+    _publish(
         spark,
         catalog,
         _with_table(settings, replace(table, instantiation_scn=instantiation_scn)),
+        settings,
     )
 
 
@@ -571,7 +573,7 @@ def set_schema_instantiation_scn(
     ]
     if instantiation_scn is not None:
         entries.append((source_database, source_schema, instantiation_scn))
-    publish_settings(spark, catalog, replace(settings, schema_instantiation_scns=tuple(entries)))
+    _publish(spark, catalog, replace(settings, schema_instantiation_scns=tuple(entries)), settings)
 
 
 def set_global_instantiation_scn(
@@ -588,7 +590,7 @@ def set_global_instantiation_scn(
     entries = [e for e in settings.global_instantiation_scns if e[0] != source_database]
     if instantiation_scn is not None:
         entries.append((source_database, instantiation_scn))
-    publish_settings(spark, catalog, replace(settings, global_instantiation_scns=tuple(entries)))
+    _publish(spark, catalog, replace(settings, global_instantiation_scns=tuple(entries)), settings)
 
 
 _PARAMETER_FIELDS = {
@@ -608,7 +610,7 @@ def set_parameter(
     settings = load_settings(spark, catalog, apply_name)
     key = str(parameter).strip().upper()
     typed = _parameter_value(settings.apply_name, key, str(value))
-    publish_settings(spark, catalog, replace(settings, **{_PARAMETER_FIELDS[key]: typed}))
+    _publish(spark, catalog, replace(settings, **{_PARAMETER_FIELDS[key]: typed}), settings)
 
 
 def compare_old_values(
@@ -638,8 +640,11 @@ def compare_old_values(
     _check_columns(settings.apply_name, table.definition, columns, "COMPARE_OLD_VALUES")
     pairs = {(c, o) for c in columns for o in (OPERATIONS if op == "*" else (op,))}
     uncompared = table.uncompared_columns - pairs if compare else table.uncompared_columns | pairs
-    publish_settings(
-        spark, catalog, _with_table(settings, replace(table, uncompared_columns=uncompared))
+    _publish(
+        spark,
+        catalog,
+        _with_table(settings, replace(table, uncompared_columns=uncompared)),
+        settings,
     )
 
 
@@ -697,10 +702,11 @@ def set_update_conflict_handler(
         else:
             current[position] = handler
         handlers = tuple(current)
-    publish_settings(
+    _publish(
         spark,
         catalog,
         _with_table(settings, replace(table, update_conflict_handlers=handlers)),
+        settings,
     )
 
 
