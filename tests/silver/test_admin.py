@@ -57,6 +57,13 @@ def _settings() -> ApplySettings:
     )
 
 
+@pytest.fixture(scope="module")
+def catalog() -> Catalog:
+    """One catalog for the module: creating the dictionary tables once saves minutes; every test
+    publishes the apply process it reads before reading it."""
+    return Catalog("admin_tests")
+
+
 def _student(settings: ApplySettings) -> DestinationTable:
     table = settings.table_for("ORCL", "US03", "STUDENT")
     assert table is not None

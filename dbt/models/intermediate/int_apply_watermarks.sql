@@ -31,6 +31,115 @@ progress as (
 
 ),
 
+transaction_events as (
+
+    select
+        apply_name,
+        source_database,
+        transaction_id,
+        commit_scn as processed_commit_scn,
+        commit_time,
+        applied_at,
+        cast(null as bigint) as spilled_scn,
+        cast(null as bigint) as pending_commit_scn,
+        0 as is_rollback
+    from transactions
+
+    union all
+
+    select
+        apply_name,
+        source_database,
+        transaction_id,
+        cast(null as bigint) as processed_commit_scn,
+        cast(null as timestamp) as commit_time,
+        cast(null as timestamp) as applied_at,
+        scn as spilled_scn,
+        case when command_type = 'COMMIT' then coalesce(commit_scn, scn) end as pending_commit_scn,
+        case when command_type = 'ROLLBACK' then 1 else 0 end as is_rollback
+    from spill
+
+),
+
+-- one row per transaction the apply knows of: processed, spilled, or both
+known_transactions as (
+
+    select
+        apply_name,
+        source_database,
+        transaction_id,
+        max(processed_commit_scn) as processed_commit_scn,
+        max(commit_time) as commit_time,
+        max(applied_at) as applied_at,
+        min(spilled_scn) as first_spilled_scn,
+        min(pending_commit_scn) as pending_commit_scn,
+        max(is_rollback) as has_rollback
+
+    from transaction_events
+    group by apply_name, source_database, transaction_id
+
+),
+
+classified_transactions as (
+
+    select
+        *,
+        -- processed and not pending in the spill
+        case
+            when pending_commit_scn is null then processed_commit_scn
+        end as done_commit_scn,
+        min(pending_commit_scn) over (
+            partition by apply_name, source_database
+        ) as first_pending_commit_scn
+
+    from known_transactions
+
+),
+
+watermark_candidates as (
+
+    select
+        *,
+        -- processed below the first gap: a low watermark candidate
+        case
+            when
+                first_pending_commit_scn is null
+                or done_commit_scn < first_pending_commit_scn
+                then done_commit_scn
+        end as low_watermark_candidate_scn
+
+    from classified_transactions
+
+),
+
+stream_watermarks as (
+
+    select
+        apply_name,
+        source_database,
+
+        max(low_watermark_candidate_scn) as low_watermark,
+        max_by(commit_time, low_watermark_candidate_scn) as low_watermark_time,
+        max_by(applied_at, low_watermark_candidate_scn) as low_watermark_apply_time,
+
+        max(done_commit_scn) as high_watermark,
+        max_by(commit_time, done_commit_scn) as high_watermark_time,
+        max_by(applied_at, done_commit_scn) as high_watermark_apply_time,
+        count(done_commit_scn) as processed_transactions,
+
+        min(first_pending_commit_scn) as first_pending_commit_scn,
+        count(pending_commit_scn) as pending_committed_transactions,
+        count_if(
+            first_spilled_scn is not null and pending_commit_scn is null and has_rollback = 0
+        ) as open_transactions,
+        min(first_spilled_scn) as spill_oldest_scn,
+        min_by(transaction_id, first_spilled_scn) as spill_oldest_transaction_id
+
+    from watermark_candidates
+    group by apply_name, source_database
+
+),
+
 ranked_progress as (
 
     select
@@ -51,151 +160,30 @@ latest_progress as (
 
 ),
 
-spilled_transactions as (
-
-    select
-        apply_name,
-        source_database,
-        transaction_id,
-        min(scn) as first_scn,
-        min(
-            case when command_type = 'COMMIT' then coalesce(commit_scn, scn) end
-        ) as pending_commit_scn,
-        max(case when command_type = 'ROLLBACK' then 1 else 0 end) as has_rollback
-
-    from spill
-    group by apply_name, source_database, transaction_id
-
-),
-
-pending_commits as (
-
-    select * from spilled_transactions
-    where pending_commit_scn is not null
-
-),
-
-spill_summary as (
-
-    select
-        apply_name,
-        source_database,
-        min(pending_commit_scn) as first_pending_commit_scn,
-        count(pending_commit_scn) as pending_committed_transactions,
-        sum(
-            case when pending_commit_scn is null and has_rollback = 0 then 1 else 0 end
-        ) as open_transactions,
-        min(first_scn) as oldest_scn,
-        min_by(transaction_id, first_scn) as oldest_transaction_id
-
-    from spilled_transactions
-    group by apply_name, source_database
-
-),
-
-processed_transactions as (
-
-    select transactions.*
-
-    from transactions
-    left join pending_commits
-        on
-            transactions.apply_name = pending_commits.apply_name
-            and transactions.source_database = pending_commits.source_database
-            and transactions.transaction_id = pending_commits.transaction_id
-
-    where pending_commits.transaction_id is null
-
-),
-
-processed_below_first_gap as (
-
-    select processed_transactions.*
-
-    from processed_transactions
-    left join spill_summary
-        on
-            processed_transactions.apply_name = spill_summary.apply_name
-            and processed_transactions.source_database = spill_summary.source_database
-
-    where
-        spill_summary.first_pending_commit_scn is null
-        or processed_transactions.commit_scn < spill_summary.first_pending_commit_scn
-
-),
-
-low_watermarks as (
-
-    select
-        apply_name,
-        source_database,
-        max(commit_scn) as low_watermark,
-        max_by(commit_time, commit_scn) as low_watermark_time,
-        max_by(applied_at, commit_scn) as low_watermark_apply_time
-
-    from processed_below_first_gap
-    group by apply_name, source_database
-
-),
-
-high_watermarks as (
-
-    select
-        apply_name,
-        source_database,
-        max(commit_scn) as high_watermark,
-        max_by(commit_time, commit_scn) as high_watermark_time,
-        max_by(applied_at, commit_scn) as high_watermark_apply_time,
-        count(*) as processed_transactions
-
-    from processed_transactions
-    group by apply_name, source_database
-
-),
-
-streams as (
-
-    select
-        apply_name,
-        source_database
-    from latest_progress
-
-    union distinct
-
-    select
-        apply_name,
-        source_database
-    from transactions
-
-    union distinct
-
-    select
-        apply_name,
-        source_database
-    from spill
-
-),
-
 joined as (
 
     select
-        streams.apply_name,
-        streams.source_database,
+        coalesce(
+            stream_watermarks.apply_name, latest_progress.apply_name
+        ) as apply_name,
+        coalesce(
+            stream_watermarks.source_database, latest_progress.source_database
+        ) as source_database,
 
-        low_watermarks.low_watermark,
-        low_watermarks.low_watermark_time,
-        low_watermarks.low_watermark_apply_time,
-        high_watermarks.high_watermark,
-        high_watermarks.high_watermark_time,
-        high_watermarks.high_watermark_apply_time,
-        coalesce(high_watermarks.processed_transactions, 0) as processed_transactions,
+        stream_watermarks.low_watermark,
+        stream_watermarks.low_watermark_time,
+        stream_watermarks.low_watermark_apply_time,
+        stream_watermarks.high_watermark,
+        stream_watermarks.high_watermark_time,
+        stream_watermarks.high_watermark_apply_time,
+        coalesce(stream_watermarks.processed_transactions, 0) as processed_transactions,
 
-        spill_summary.first_pending_commit_scn,
-        coalesce(spill_summary.pending_committed_transactions, 0)
+        stream_watermarks.first_pending_commit_scn,
+        coalesce(stream_watermarks.pending_committed_transactions, 0)
             as pending_committed_transactions,
-        coalesce(spill_summary.open_transactions, 0) as open_transactions,
-        spill_summary.oldest_scn as spill_oldest_scn,
-        spill_summary.oldest_transaction_id as spill_oldest_transaction_id,
+        coalesce(stream_watermarks.open_transactions, 0) as open_transactions,
+        stream_watermarks.spill_oldest_scn,
+        stream_watermarks.spill_oldest_transaction_id,
 
         latest_progress.cycle_id as last_cycle_id,
         latest_progress.apply_time as last_apply_time,
@@ -215,30 +203,18 @@ joined as (
 
         -- the engine's low watermark stands in only where no processed transaction is known,
         -- and never at or above a pending commit
-        low_watermarks.low_watermark is null
+        stream_watermarks.low_watermark is null
         and latest_progress.low_watermark is not null
         and (
-            spill_summary.first_pending_commit_scn is null
-            or latest_progress.low_watermark < spill_summary.first_pending_commit_scn
+            stream_watermarks.first_pending_commit_scn is null
+            or latest_progress.low_watermark < stream_watermarks.first_pending_commit_scn
         ) as use_engine_low_watermark
 
-    from streams
-    left join low_watermarks
+    from stream_watermarks
+    full outer join latest_progress
         on
-            streams.apply_name = low_watermarks.apply_name
-            and streams.source_database = low_watermarks.source_database
-    left join high_watermarks
-        on
-            streams.apply_name = high_watermarks.apply_name
-            and streams.source_database = high_watermarks.source_database
-    left join spill_summary
-        on
-            streams.apply_name = spill_summary.apply_name
-            and streams.source_database = spill_summary.source_database
-    left join latest_progress
-        on
-            streams.apply_name = latest_progress.apply_name
-            and streams.source_database = latest_progress.source_database
+            stream_watermarks.apply_name = latest_progress.apply_name
+            and stream_watermarks.source_database = latest_progress.source_database
 
 ),
 

@@ -116,7 +116,7 @@ def run_gold(
     select: Sequence[str] = (),
     target: str = "inprocess",
     project_dir: Path | None = None,
-    threads: int = 1,
+    threads: int = 2,
     quiet: bool = True,
 ) -> GoldReport:
     """Run ``dbt <command>`` on the gold project in-process, reusing ``spark``.

@@ -31,12 +31,6 @@ spill as (
 
 ),
 
-watermarks as (
-
-    select * from {{ ref('int_apply_watermarks') }}
-
-),
-
 applied_transactions as (
 
     select * from transactions
@@ -87,43 +81,37 @@ last_changes as (
 
 ),
 
-pending_commits as (
+spilled_changes as (
 
     select
         apply_name,
         source_database,
         transaction_id,
-        min(coalesce(commit_scn, scn)) as commit_scn
+        object_owner,
+        object_name,
+        command_type,
+        -- the transaction's COMMIT waits in the spill too: committed but not applied yet
+        min(case when command_type = 'COMMIT' then coalesce(commit_scn, scn) end) over (
+            partition by apply_name, source_database, transaction_id
+        ) as pending_commit_scn
 
     from spill
-    where command_type = 'COMMIT'
-    group by apply_name, source_database, transaction_id
 
 ),
 
 pending_changes as (
 
     select
-        pending_commits.apply_name,
-        pending_commits.source_database,
-        spill.object_owner,
-        spill.object_name,
-        count(distinct pending_commits.transaction_id) as pending_transactions,
-        min(pending_commits.commit_scn) as first_pending_commit_scn
+        apply_name,
+        source_database,
+        object_owner,
+        object_name,
+        count(distinct transaction_id) as pending_transactions,
+        min(pending_commit_scn) as first_pending_commit_scn
 
-    from pending_commits
-    inner join spill
-        on
-            pending_commits.apply_name = spill.apply_name
-            and pending_commits.source_database = spill.source_database
-            and pending_commits.transaction_id = spill.transaction_id
-
-    where spill.object_name is not null
-    group by
-        pending_commits.apply_name,
-        pending_commits.source_database,
-        spill.object_owner,
-        spill.object_name
+    from spilled_changes
+    where pending_commit_scn is not null and object_name is not null
+    group by apply_name, source_database, object_owner, object_name
 
 ),
 
@@ -145,9 +133,7 @@ final as (
         ) / 1000000 as APPLY_LAG_SECONDS,
         coalesce(last_changes.applied_transactions, 0) as APPLIED_TRANSACTIONS,
         coalesce(pending_changes.pending_transactions, 0) as PENDING_TRANSACTIONS,
-        pending_changes.first_pending_commit_scn as FIRST_PENDING_COMMIT_SCN,
-        watermarks.low_watermark as SOURCE_LOW_WATERMARK,
-        watermarks.high_watermark as SOURCE_HIGH_WATERMARK
+        pending_changes.first_pending_commit_scn as FIRST_PENDING_COMMIT_SCN
 
     from destination_tables
     left join last_changes
@@ -162,10 +148,6 @@ final as (
             and destination_tables.source_database = pending_changes.source_database
             and destination_tables.object_owner = pending_changes.object_owner
             and destination_tables.object_name = pending_changes.object_name
-    left join watermarks
-        on
-            destination_tables.apply_name = watermarks.apply_name
-            and destination_tables.source_database = watermarks.source_database
 
 )
 
