@@ -202,20 +202,29 @@ def run(obj: CliContext, landing: Path, seed: int, transactions: int) -> None:
     run_demo(obj.warehouse, obj.catalog_prefix, landing, seed, transactions, Console())
 
 
-def _load_apply_settings(config: Path, apply_name: str | None) -> Any:
+def _apply_settings(spark: Any, catalog: Any, apply_name: str | None) -> Any:
+    """The effective settings from the dictionary tables (the only apply, if none is named)."""
     from lakeapply.errors import ConfigurationError
-    from lakeapply.silver.config import load_config
+    from lakeapply.silver import tables as dictionary
+    from lakeapply.silver.admin import load_settings
+    from lakeapply.silver.engine import ensure_apply_tables
 
-    processes = load_config(config)
+    ensure_apply_tables(spark, catalog)
     if apply_name is None:
-        if len(processes) != 1:
-            names = ", ".join(p.apply_name for p in processes)
-            raise ConfigurationError(f"{config}: several apply processes ({names}): pick one")
-        return processes[0]
-    for process in processes:
-        if process.apply_name == apply_name:
-            return process
-    raise ConfigurationError(f"{config}: no apply process named {apply_name!r}")
+        names = [
+            r.apply_name
+            for r in spark.table(catalog.apply_table(dictionary.APPLY_PROCESSES))
+            .select("apply_name")
+            .orderBy("apply_name")
+            .collect()
+        ]
+        if len(names) != 1:
+            raise ConfigurationError(
+                f"{len(names)} apply processes are configured ({', '.join(names) or 'none'}): "
+                "name one with --apply-name, or run `lakeapply configure` first"
+            )
+        apply_name = names[0]
+    return load_settings(spark, catalog, apply_name)
 
 
 @main.command()
@@ -224,16 +233,29 @@ def _load_apply_settings(config: Path, apply_name: str | None) -> Any:
     type=click.Path(path_type=Path, dir_okay=False, exists=True),
     default=Path("lakeapply.yml"),
     show_default=True,
-    help="Apply processes to run.",
 )
+@click.pass_obj
+def configure(obj: CliContext, config: Path) -> None:
+    """Publish the apply processes of lakeapply.yml into the dictionary tables (replaces them)."""
+    from lakeapply.silver.admin import publish_settings
+    from lakeapply.silver.config import load_config
+
+    processes = load_config(config)
+    spark = _spark(obj)
+    for settings in processes:
+        publish_settings(spark, _catalog(obj), settings)
+        click.echo(f"configured {settings.apply_name}: {len(settings.tables)} destination tables")
+
+
+@main.command()
 @click.option("--apply-name", default=None, help="Which apply process (default: the only one).")
 @click.pass_obj
-def apply(obj: CliContext, config: Path, apply_name: str | None) -> None:
+def apply(obj: CliContext, apply_name: str | None) -> None:
     """Apply committed transactions from bronze to the silver tables (Oracle apply semantics)."""
     from lakeapply.silver.engine import run_apply
 
-    settings = _load_apply_settings(config, apply_name)
     spark = _spark(obj)
+    settings = _apply_settings(spark, _catalog(obj), apply_name)
     with progress_steps(f"applying {settings.apply_name}") as step:
         reports = run_apply(spark, _catalog(obj), settings, progress=step)
     if not reports:
@@ -249,3 +271,211 @@ def apply(obj: CliContext, config: Path, apply_name: str | None) -> None:
                 else ""
             )
         )
+
+
+@main.command()
+@click.option("--apply-name", required=True)
+@click.option("--source-database", required=True)
+@click.option("--object", "object_name", required=True, help="OWNER.NAME of the source table.")
+@click.option("--scn", type=int, required=True, help="Instantiation SCN (the SCN of the copy).")
+@click.option(
+    "--export",
+    type=click.Path(path_type=Path, exists=True),
+    default=None,
+    help="Initial copy of the source table to load.",
+)
+@click.option(
+    "--format",
+    "export_format",
+    type=click.Choice(["parquet", "csv", "json"]),
+    default="parquet",
+    show_default=True,
+)
+@click.pass_obj
+def instantiate(
+    obj: CliContext,
+    apply_name: str,
+    source_database: str,
+    object_name: str,
+    scn: int,
+    export: Path | None,
+    export_format: str,
+) -> None:
+    """Create a destination table, load an initial copy, set its instantiation SCN."""
+    from lakeapply.silver import admin
+
+    admin.instantiate(
+        _spark(obj),
+        _catalog(obj),
+        apply_name,
+        source_database,
+        object_name,
+        scn,
+        export,
+        export_format,
+    )
+    click.echo(f"instantiated {source_database} {object_name} at SCN {scn}")
+
+
+@main.group(name="admin")
+def admin_group() -> None:
+    """DBMS_APPLY_ADM: change an apply process's settings at run time (dictionary tables)."""
+
+
+def _admin_call(obj: CliContext, name: str, *args: Any) -> None:
+    from lakeapply.silver import admin
+
+    getattr(admin, name)(_spark(obj), _catalog(obj), *args)
+    click.echo(f"{name.upper()} done")
+
+
+def _columns(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+@admin_group.command("start-apply")
+@click.argument("apply_name")
+@click.pass_obj
+def start_apply_command(obj: CliContext, apply_name: str) -> None:
+    """START_APPLY (after an abort: resumes after the failed transaction)."""
+    _admin_call(obj, "start_apply", apply_name)
+
+
+@admin_group.command("stop-apply")
+@click.argument("apply_name")
+@click.pass_obj
+def stop_apply_command(obj: CliContext, apply_name: str) -> None:
+    """STOP_APPLY."""
+    _admin_call(obj, "stop_apply", apply_name)
+
+
+@admin_group.command("set-parameter")
+@click.argument("apply_name")
+@click.argument("parameter")
+@click.argument("value")
+@click.pass_obj
+def set_parameter_command(obj: CliContext, apply_name: str, parameter: str, value: str) -> None:
+    """SET_PARAMETER: COMMIT_SERIALIZATION, DISABLE_ON_ERROR, MAX_CYCLE_BATCHES, ..."""
+    _admin_call(obj, "set_parameter", apply_name, parameter, value)
+
+
+@admin_group.command("set-key-columns")
+@click.argument("apply_name")
+@click.argument("source_database")
+@click.argument("object_name")
+@click.argument("columns", default="")
+@click.pass_obj
+def set_key_columns_command(
+    obj: CliContext, apply_name: str, source_database: str, object_name: str, columns: str
+) -> None:
+    """SET_KEY_COLUMNS: comma-separated substitute key; empty removes it."""
+    _admin_call(
+        obj, "set_key_columns", apply_name, source_database, object_name, _columns(columns) or None
+    )
+
+
+@admin_group.command("set-table-instantiation-scn")
+@click.argument("apply_name")
+@click.argument("source_database")
+@click.argument("object_name")
+@click.argument("scn", type=int)
+@click.pass_obj
+def set_table_scn_command(
+    obj: CliContext, apply_name: str, source_database: str, object_name: str, scn: int
+) -> None:
+    """SET_TABLE_INSTANTIATION_SCN."""
+    _admin_call(obj, "set_table_instantiation_scn", apply_name, source_database, object_name, scn)
+
+
+@admin_group.command("set-schema-instantiation-scn")
+@click.argument("apply_name")
+@click.argument("source_database")
+@click.argument("source_schema")
+@click.argument("scn", type=int)
+@click.pass_obj
+def set_schema_scn_command(
+    obj: CliContext, apply_name: str, source_database: str, source_schema: str, scn: int
+) -> None:
+    """SET_SCHEMA_INSTANTIATION_SCN."""
+    _admin_call(
+        obj, "set_schema_instantiation_scn", apply_name, source_database, source_schema, scn
+    )
+
+
+@admin_group.command("set-global-instantiation-scn")
+@click.argument("apply_name")
+@click.argument("source_database")
+@click.argument("scn", type=int)
+@click.pass_obj
+def set_global_scn_command(
+    obj: CliContext, apply_name: str, source_database: str, scn: int
+) -> None:
+    """SET_GLOBAL_INSTANTIATION_SCN."""
+    _admin_call(obj, "set_global_instantiation_scn", apply_name, source_database, scn)
+
+
+@admin_group.command("compare-old-values")
+@click.argument("apply_name")
+@click.argument("source_database")
+@click.argument("object_name")
+@click.argument("columns")
+@click.option(
+    "--operation", type=click.Choice(["UPDATE", "DELETE", "*"]), default="UPDATE", show_default=True
+)
+@click.option("--compare/--no-compare", default=False, show_default=True)
+@click.pass_obj
+def compare_old_values_command(
+    obj: CliContext,
+    apply_name: str,
+    source_database: str,
+    object_name: str,
+    columns: str,
+    operation: str,
+    compare: bool,
+) -> None:
+    """COMPARE_OLD_VALUES: switch conflict detection for columns on or off."""
+    _admin_call(
+        obj,
+        "compare_old_values",
+        apply_name,
+        source_database,
+        object_name,
+        _columns(columns),
+        operation,
+        compare,
+    )
+
+
+@admin_group.command("set-update-conflict-handler")
+@click.argument("apply_name")
+@click.argument("source_database")
+@click.argument("object_name")
+@click.argument("columns")
+@click.option(
+    "--method",
+    type=click.Choice(["OVERWRITE", "DISCARD", "MAXIMUM", "MINIMUM"]),
+    default=None,
+    help="Omit to remove the handler of this column list.",
+)
+@click.option("--resolution-column", default=None)
+@click.pass_obj
+def set_update_conflict_handler_command(
+    obj: CliContext,
+    apply_name: str,
+    source_database: str,
+    object_name: str,
+    columns: str,
+    method: str | None,
+    resolution_column: str | None,
+) -> None:
+    """SET_UPDATE_CONFLICT_HANDLER: a prebuilt handler for a column group."""
+    _admin_call(
+        obj,
+        "set_update_conflict_handler",
+        apply_name,
+        source_database,
+        object_name,
+        method,
+        resolution_column,
+        _columns(columns),
+    )

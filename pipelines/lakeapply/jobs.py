@@ -15,8 +15,10 @@ from lakeapply.landing.generator import WorkloadSpec, write_workload
 from lakeapply.runtime.catalog import Catalog
 from lakeapply.runtime.session import LocalSparkSettings, get_spark
 from lakeapply.silver import tables as dictionary
+from lakeapply.silver.admin import load_settings, publish_settings
 from lakeapply.silver.config import load_config
-from lakeapply.silver.engine import run_apply
+from lakeapply.silver.engine import ensure_apply_tables, run_apply
+from lakeapply.silver.settings import ApplySettings
 from lakeapply.status import collect_status, render_status
 
 
@@ -82,6 +84,17 @@ def render_apply_summary(spark: SparkSession, catalog: Catalog, console: Console
     console.print(errors)
 
 
+def _configured(spark: SparkSession, catalog: Catalog, declared: ApplySettings) -> ApplySettings:
+    """The dictionary's settings; lakeapply.yml seeds them the first time (admin changes stay)."""
+    ensure_apply_tables(spark, catalog)
+    known = {
+        r.apply_name for r in spark.table(catalog.apply_table(dictionary.APPLY_PROCESSES)).collect()
+    }
+    if declared.apply_name not in known:
+        publish_settings(spark, catalog, declared)
+    return load_settings(spark, catalog, declared.apply_name)
+
+
 def run_demo(
     warehouse: Path,
     catalog_prefix: str,
@@ -112,7 +125,8 @@ def run_demo(
             f"({report.bronze_rows} LCRs, {report.quarantined_rows} quarantined)"
         )
     render_status(collect_status(spark, catalog), console)
-    for settings in load_config(config):
+    for declared in load_config(config):
+        settings = _configured(spark, catalog, declared)
         for cycle in run_apply(
             spark, catalog, settings, lambda step: console.print(f"  apply: {step}")
         ):
