@@ -56,32 +56,19 @@ def render_apply_summary(spark: SparkSession, catalog: Catalog, console: Console
             row.status,
         )
     console.print(progress)
-    errors = Table(
-        "apply",
-        "local txn",
-        "source txn",
-        "commit SCN",
-        "message",
-        "error",
-        "message text",
-        title="error queue (DBA_APPLY_ERROR)",
-    )
+    console.print("[bold]error queue (DBA_APPLY_ERROR)[/bold]")
     for row in (
         spark.table(catalog.apply_table(dictionary.ERROR_QUEUE))
         .orderBy("apply_name", "source_commit_scn")
         .limit(20)
         .collect()
     ):
-        errors.add_row(
-            row.apply_name,
-            row.local_transaction_id,
-            row.source_transaction_id,
-            str(row.source_commit_scn),
-            f"{row.message_number}/{row.message_count}",
-            f"ORA-{row.error_number:05d}",
-            row.error_message[:90],
+        console.print(
+            f"  {row.apply_name} {row.local_transaction_id} source txn "
+            f"{row.source_transaction_id} (commit SCN {row.source_commit_scn}) message "
+            f"{row.message_number}/{row.message_count}: {row.error_message}",
+            soft_wrap=True,
         )
-    console.print(errors)
 
 
 def _configured(spark: SparkSession, catalog: Catalog, declared: ApplySettings) -> ApplySettings:
@@ -108,7 +95,7 @@ def run_demo(
     started = time.monotonic()
     if not landing.exists() or not any(landing.rglob("*.jsonl*")):
         spec = WorkloadSpec(
-            seed=seed, transactions=transactions, bad_line_ratio=0.001, conflict_ratio=0.01
+            seed=seed, transactions=transactions, bad_line_ratio=0.001, conflict_ratio=0.002
         )
         workload = write_workload(spec, landing)
         console.print(f"generated {workload.line_count} LCR lines into {landing}")

@@ -470,9 +470,12 @@ def apply_cycle(
     apply_name = settings.apply_name
     app = f"{TXN_APP_ID}:{apply_name}"
     sources = list(settings.source_databases)
-    progress(
-        f"cycle {plan.cycle_id}: bronze batches {plan.bronze_from_batch + 1}..{plan.bronze_to_batch}"
+    batches = (
+        f"bronze batches {plan.bronze_from_batch + 1}..{plan.bronze_to_batch}"
+        if plan.bronze_to_batch > plan.bronze_from_batch
+        else "no new bronze batch"
     )
+    progress(f"cycle {plan.cycle_id}: {batches} + spill")
 
     new_lcrs = spark.table(catalog.bronze_table(LCR_TABLE)).where(
         (F.col("ingest_batch_id") > plan.bronze_from_batch)
