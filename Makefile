@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml
 setup: $(STAMP) ## Create .venv and install lakeapply with its dev and dbt extras
 
 .PHONY: run
-run: $(STAMP) ## Demo job on the embedded default: generate LCRs, ingest to bronze, summarize
+run: $(STAMP) ## Demo on the embedded default: generate LCRs -> bronze -> silver -> gold, then summarize
 	$(BIN)/lakeapply --warehouse $(WAREHOUSE) run --landing $(LANDING)
 
 .PHONY: test
@@ -38,8 +38,20 @@ lint: $(STAMP) ## ruff lint + format check
 typecheck: $(STAMP) ## mypy --strict on the package
 	$(BIN)/mypy
 
+.PHONY: sqllint
+sqllint: $(STAMP) ## sqlfluff on the dbt models and tests
+	$(BIN)/sqlfluff lint dbt/models dbt/tests
+
 .PHONY: check
-check: lint typecheck ## All static checks (lint, format, types)
+check: lint typecheck sqllint ## All static checks (lint, format, types, SQL)
+
+.PHONY: gold
+gold: $(STAMP) ## Build the gold dbt views in-process and print DBA_APPLY_PROGRESS / DBA_APPLY_ERROR
+	$(BIN)/lakeapply --warehouse $(WAREHOUSE) gold
+
+.PHONY: dbt-build
+dbt-build: $(STAMP) ## The same dbt build as its own process (no other Spark on the warehouse)
+	LAKEAPPLY_WAREHOUSE=$(abspath $(WAREHOUSE)) $(BIN)/dbt build --project-dir dbt --profiles-dir dbt/profiles
 
 .PHONY: format
 format: $(STAMP) ## Apply ruff fixes and formatting

@@ -479,3 +479,32 @@ def set_update_conflict_handler_command(
         resolution_column,
         _columns(columns),
     )
+
+
+@main.command()
+@click.option(
+    "--command",
+    "dbt_command",
+    type=click.Choice(["build", "run", "test"]),
+    default="build",
+    show_default=True,
+    help="The dbt command to run in-process.",
+)
+@click.option(
+    "--show",
+    multiple=True,
+    default=("DBA_APPLY_PROGRESS", "DBA_APPLY_ERROR"),
+    show_default=True,
+    help="Gold views to print, the way SQL*Plus shows them.",
+)
+@click.pass_obj
+def gold(obj: CliContext, dbt_command: str, show: tuple[str, ...]) -> None:
+    """Build the gold dbt views (DBA_APPLY_PROGRESS, DBA_APPLY_ERROR, ...) in-process."""
+    from lakeapply.gold.runner import render_sqlplus, run_gold
+
+    spark = _spark(obj)
+    with progress_steps(f"dbt {dbt_command}"):
+        report = run_gold(spark, obj.warehouse.resolve(), obj.catalog_prefix, dbt_command)
+    click.echo(report.summary())
+    for view in show:
+        click.echo(render_sqlplus(spark, obj.catalog_prefix, view))

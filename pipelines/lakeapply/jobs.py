@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from lakeapply.bronze.ingest import ingest
+from lakeapply.gold.runner import render_sqlplus, run_gold
 from lakeapply.landing.generator import WorkloadSpec, write_workload
 from lakeapply.runtime.catalog import Catalog
 from lakeapply.runtime.session import LocalSparkSettings, get_spark
@@ -123,4 +124,10 @@ def run_demo(
                 + (" - ABORTED" if cycle.aborted else "")
             )
     render_apply_summary(spark, catalog, console)
+    gold = run_gold(spark, warehouse.resolve(), catalog_prefix)
+    console.print(f"gold: {gold.summary()}")
+    for view in ("DBA_APPLY_PROGRESS", "DBA_APPLY_ERROR"):
+        prompt = f"\nSQL> SELECT * FROM {view};\n"  # noqa: S608 (printed, never executed)
+        console.print(prompt, highlight=False)
+        console.print(render_sqlplus(spark, catalog_prefix, view), highlight=False, soft_wrap=True)
     console.print(f"done in {time.monotonic() - started:.1f}s")

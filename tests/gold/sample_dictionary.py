@@ -11,8 +11,11 @@ ORCL. Processed transactions, by commit SCN:
     open          (STUDENT)        first SCN 1012, no COMMIT yet
 
 so the low watermark is 1010 (not max(CSCN) = 1040, which the engine row below naively
-records), the high watermark 1040 and the oldest SCN 1012 (the open transaction). APPLY_HALTED
-is ABORTED by ORA-26787 and has no progress yet.
+records), the high watermark 1040 and the oldest SCN 1012 (the open transaction).
+
+APPLY_HALTED (FULL, disable_on_error Y) applied 2000, then aborted on ORA-26787 at 2010 (first SCN
+2005): that transaction is in its error queue but, until the apply is started again, it holds
+both watermarks at 2000 and is the oldest SCN, as the engine records it.
 
 ``populate`` writes it with the schemas of lakeapply.silver.tables; tests/gold/test_gold.py
 uses it, and so can a hand-run of the standalone ``dbt build`` (see dbt/README.md).
@@ -42,6 +45,7 @@ GAP_TRANSACTION = "1.12.102"
 OPEN_TRANSACTION = "1.15.105"
 ERROR_TRANSACTION = "1.14.104"
 LOCAL_ERROR_TRANSACTION = "7.3.41"
+HALTED_TRANSACTION = "2.2.201"  # the transaction APPLY_HALTED aborted on
 STUDENT_SILVER = "orcl_us03_student"
 COURSE_SILVER = "orcl_us03_course"
 ERROR_MESSAGE = (
@@ -94,6 +98,10 @@ BRONZE_LCRS = [
     (ERROR_TRANSACTION, "INSERT", 1035, "COURSE"),
     (ERROR_TRANSACTION, "UPDATE", 1036, "STUDENT"),
     (ERROR_TRANSACTION, "COMMIT", 1040, None),
+    ("2.1.200", "INSERT", 1995, "STUDENT"),
+    ("2.1.200", "COMMIT", 2000, None),
+    (HALTED_TRANSACTION, "UPDATE", 2005, "STUDENT"),
+    (HALTED_TRANSACTION, "COMMIT", 2010, None),
 ]
 SPILLED = {OPEN_TRANSACTION, GAP_TRANSACTION}
 
@@ -239,10 +247,17 @@ def populate(spark: SparkSession, catalog: Catalog) -> None:
     )
 
     def transaction(
-        transaction_id: str, scn: int, first: int, commit: str, outcome: str, cycle: int
+        transaction_id: str,
+        scn: int,
+        first: int,
+        commit: str,
+        outcome: str,
+        cycle: int,
+        applied: str,
+        apply_name: str = APPLY,
     ) -> dict[str, Any]:
         return {
-            "apply_name": APPLY,
+            "apply_name": apply_name,
             "source_database": DB,
             "transaction_id": transaction_id,
             "commit_scn": scn,
@@ -251,16 +266,18 @@ def populate(spark: SparkSession, catalog: Catalog) -> None:
             "outcome": outcome,
             "message_count": 1,
             "cycle_id": cycle,
-            "applied_at": at("12:00:20" if cycle == 1 else "12:01:00"),
+            "applied_at": at(applied),
         }
 
     apply_table(
         apply_tables.TRANSACTIONS,
         [
-            transaction("1.10.100", 1000, 995, "12:00:00", "APPLIED", 1),
-            transaction("1.11.101", 1010, 1006, "12:00:05", "APPLIED", 1),
-            transaction("1.13.103", 1030, 1026, "12:00:15", "APPLIED", 2),
-            transaction(ERROR_TRANSACTION, 1040, 1035, "12:00:18", "ERROR", 2),
+            transaction("1.10.100", 1000, 995, "12:00:00", "APPLIED", 1, "12:00:20"),
+            transaction("1.11.101", 1010, 1006, "12:00:05", "APPLIED", 1, "12:00:20"),
+            transaction("1.13.103", 1030, 1026, "12:00:15", "APPLIED", 2, "12:01:00"),
+            transaction(ERROR_TRANSACTION, 1040, 1035, "12:00:18", "ERROR", 2, "12:01:00"),
+            transaction("2.1.200", 2000, 1995, "11:29:00", "APPLIED", 1, "11:30:00", HALTED),
+            transaction(HALTED_TRANSACTION, 2010, 2005, "11:29:10", "ERROR", 1, "11:30:00", HALTED),
         ],
     )
 
@@ -287,46 +304,62 @@ def populate(spark: SparkSession, catalog: Catalog) -> None:
             "table_versions": {STUDENT_SILVER: cycle},
         }
 
-    apply_table(apply_tables.PROGRESS, [progress(1, 1010, 2, 0), progress(2, 1040, 3, 1)])
+    halted_progress = {
+        **progress(1, 2000, 1, 1),
+        "apply_name": HALTED,
+        "low_watermark_time": at("11:29:00"),
+        "high_watermark_time": at("11:29:00"),
+        "oldest_scn": 2005,
+        "oldest_transaction_id": HALTED_TRANSACTION,
+        "spill_scn": 2005,
+        "apply_time": at("11:30:00"),
+        "total_received": 4,
+        "status": "ABORTED",
+        "table_versions": {},
+    }
+    apply_table(
+        apply_tables.PROGRESS,
+        [progress(1, 1010, 2, 0), progress(2, 1040, 3, 1), halted_progress],
+    )
+
+    def error_queue_row(
+        apply_name: str, local_id: str, transaction_id: str, scn: int, failing: int, count: int
+    ) -> dict[str, Any]:
+        return {
+            "apply_name": apply_name,
+            "queue_name": f"{apply_name}_QUEUE",
+            "local_transaction_id": local_id,
+            "source_database": DB,
+            "source_transaction_id": transaction_id,
+            "source_commit_scn": scn,
+            "message_number": failing,
+            "error_number": 26787,
+            "error_message": ERROR_MESSAGE,
+            "recipient_id": 0,
+            "recipient_name": "LAKEAPPLY",
+            "message_count": count,
+            "error_creation_time": at("12:01:00" if apply_name == APPLY else "11:30:00"),
+            "cycle_id": 2 if apply_name == APPLY else 1,
+        }
+
+    def messages(apply_name: str, local_id: str, transaction_id: str) -> list[dict[str, Any]]:
+        rows = (lcr for lcr in bronze if lcr["transaction_id"] == transaction_id)
+        return [
+            {"apply_name": apply_name, "local_transaction_id": local_id, "message_number": n, **lcr}
+            for n, lcr in enumerate((lcr for lcr in rows if lcr["lcr_kind"] == "ROW"), start=1)
+        ]
+
     apply_table(
         apply_tables.ERROR_QUEUE,
         [
-            {
-                "apply_name": APPLY,
-                "queue_name": "APPLY_DEMO_QUEUE",
-                "local_transaction_id": LOCAL_ERROR_TRANSACTION,
-                "source_database": DB,
-                "source_transaction_id": ERROR_TRANSACTION,
-                "source_commit_scn": 1040,
-                "message_number": 2,
-                "error_number": 26787,
-                "error_message": ERROR_MESSAGE,
-                "recipient_id": 0,
-                "recipient_name": "LAKEAPPLY",
-                "message_count": 2,
-                "error_creation_time": at("12:01:00"),
-                "cycle_id": 2,
-            }
+            error_queue_row(APPLY, LOCAL_ERROR_TRANSACTION, ERROR_TRANSACTION, 1040, 2, 2),
+            error_queue_row(HALTED, "1.1", HALTED_TRANSACTION, 2010, 1, 1),
         ],
     )
     apply_table(
         apply_tables.ERROR_MESSAGES,
-        [
-            {
-                "apply_name": APPLY,
-                "local_transaction_id": LOCAL_ERROR_TRANSACTION,
-                "message_number": number,
-                **lcr,
-            }
-            for number, lcr in enumerate(
-                (
-                    lcr
-                    for lcr in bronze
-                    if lcr["transaction_id"] == ERROR_TRANSACTION and lcr["lcr_kind"] == "ROW"
-                ),
-                start=1,
-            )
-        ],
+        messages(APPLY, LOCAL_ERROR_TRANSACTION, ERROR_TRANSACTION)
+        + messages(HALTED, "1.1", HALTED_TRANSACTION),
     )
 
     for definition in sample_table_definitions():

@@ -74,7 +74,18 @@ def test_dba_apply_progress_shows_the_gap_aware_low_watermark(
             OLDEST_MESSAGE_NUMBER=1012,  # the open transaction's first LCR
             OLDEST_TRANSACTION_ID=sample.OPEN_TRANSACTION,
             SPILL_MESSAGE_NUMBER=1012,
-        )
+        ),
+        Row(
+            APPLY_NAME=sample.HALTED,
+            SOURCE_DATABASE=sample.DB,
+            # aborted at 2010: that transaction holds the watermark and is the oldest SCN
+            APPLIED_MESSAGE_NUMBER=2000,
+            APPLIED_MESSAGE_CREATE_TIME=at("11:29:00"),
+            APPLY_TIME=at("11:30:00"),
+            OLDEST_MESSAGE_NUMBER=2005,
+            OLDEST_TRANSACTION_ID=sample.HALTED_TRANSACTION,
+            SPILL_MESSAGE_NUMBER=2005,
+        ),
     ]
 
 
@@ -98,15 +109,28 @@ def test_the_coordinator_shows_state_counters_and_both_watermarks(
         "HWM_TIME": at("12:01:00"),
         "STARTUP_TIME": at("11:00:00"),
     }
-    assert (halted.APPLY_NAME, halted.STATE, halted.TOTAL_APPLIED) == (sample.HALTED, "ABORTED", 0)
-    assert halted.LWM_MESSAGE_NUMBER is None
+    assert (halted.APPLY_NAME, halted.STATE, halted.TOTAL_APPLIED, halted.TOTAL_ERRORS) == (
+        sample.HALTED,
+        "ABORTED",
+        1,
+        1,
+    )
+    assert (halted.LWM_MESSAGE_NUMBER, halted.HWM_MESSAGE_NUMBER, halted.STARTUP_TIME) == (
+        2000,
+        2000,
+        None,
+    )
 
 
 def test_dba_apply_error_lists_the_error_transaction_and_its_messages(
     spark: SparkSession, gold: Gold
 ) -> None:
-    [error] = view(spark, gold, "dba_apply_error")
-    assert error.asDict() == {
+    errors = view(spark, gold, "dba_apply_error")
+    assert [(e.APPLY_NAME, e.SOURCE_TRANSACTION_ID) for e in errors] == [
+        (sample.APPLY, sample.ERROR_TRANSACTION),
+        (sample.HALTED, sample.HALTED_TRANSACTION),
+    ]
+    assert errors[0].asDict() == {
         "APPLY_NAME": sample.APPLY,
         "QUEUE_NAME": "APPLY_DEMO_QUEUE",
         "LOCAL_TRANSACTION_ID": sample.LOCAL_ERROR_TRANSACTION,
@@ -123,7 +147,8 @@ def test_dba_apply_error_lists_the_error_transaction_and_its_messages(
     }
 
     messages = sorted(
-        view(spark, gold, "dba_apply_error_messages"), key=lambda m: m.TRANSACTION_MESSAGE_NUMBER
+        (m for m in view(spark, gold, "dba_apply_error_messages") if m.APPLY_NAME == sample.APPLY),
+        key=lambda m: m.TRANSACTION_MESSAGE_NUMBER,
     )
     assert [
         (
@@ -204,12 +229,14 @@ def test_render_sqlplus_prints_dba_apply_progress_like_sqlplus(
 
     assert text == (
         "\n"
-        "APPLY_NAME SOURCE_DATABASE APPLIED_MESSAGE_NUMBER APPLIED_M APPLY_TIM OLDEST_MESSAGE_NUMBER"
-        " OLDEST_TRANSACTION_ID SPILL_MESSAGE_NUMBER\n"
-        "---------- --------------- ---------------------- --------- --------- ---------------------"
-        " --------------------- --------------------\n"
-        "APPLY_DEMO ORCL                              1010 01-MAY-24 01-MAY-24                  1012"
-        " 1.15.105                              1012\n"
+        "APPLY_NAME   SOURCE_DATABASE APPLIED_MESSAGE_NUMBER APPLIED_M APPLY_TIM"
+        " OLDEST_MESSAGE_NUMBER OLDEST_TRANSACTION_ID SPILL_MESSAGE_NUMBER\n"
+        "------------ --------------- ---------------------- --------- ---------"
+        " --------------------- --------------------- --------------------\n"
+        "APPLY_DEMO   ORCL                              1010 01-MAY-24 01-MAY-24"
+        "                  1012 1.15.105                              1012\n"
+        "APPLY_HALTED ORCL                              2000 01-MAY-24 01-MAY-24"
+        "                  2005 2.2.201                               2005\n"
     )
 
 
@@ -241,7 +268,7 @@ def test_render_sqlplus_prints_dba_apply_error_with_wrapped_messages(
     # The message wraps within its 40-character column onto two more lines, cut mid-word as
     # SQL*Plus does (SET WRAP ON, not WORD_WRAPPED).
     assert len(sample.ERROR_MESSAGE) == 86
-    assert len(lines) == 6
+    assert len(lines) == 3 + 3 + 3  # blank, heading, dashes; two errors of three lines each
     assert sample.ERROR_MESSAGE[:40] in lines[3]
     assert lines[4].strip() == sample.ERROR_MESSAGE[40:80]
     assert lines[5].strip() == sample.ERROR_MESSAGE[80:]

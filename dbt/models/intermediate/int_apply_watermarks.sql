@@ -6,11 +6,14 @@
 --                  LCR waiting in the spill. With DEPENDENT_TRANSACTIONS, transactions above a
 --                  deferred one may already be applied: the low watermark stays below the gap.
 -- high watermark = the highest CSCN processed (applied, ignored or moved to the error queue).
--- oldest SCN     = the lowest SCN of any spilled LCR (open or deferred transactions): where a
---                  restart must re-read from. Without spilled LCRs, the engine's value.
+-- oldest SCN     = the lowest SCN of the transactions not yet applied: spilled LCRs (open or
+--                  deferred transactions): where a restart must re-read from.
 --
--- A transaction that is both in `transactions` and pending in the spill (e.g. the failing one
--- when an apply aborted and keeps its LCRs) counts as pending, not processed.
+-- An ABORTED apply process (disable_on_error = Y) stopped at an error transaction: that one is
+-- in the error queue but counts as not applied until the apply is started again (its CSCN holds
+-- both watermarks, its first SCN is an oldest-SCN candidate), as the engine and the reference
+-- applier record it. It is the apply's last processed ERROR transaction. A transaction both in
+-- `transactions` and pending in the spill also counts as not applied.
 with
 
 transactions as (
@@ -31,6 +34,46 @@ progress as (
 
 ),
 
+apply_processes as (
+
+    select * from {{ ref('stg_lakeapply__apply_processes') }}
+
+),
+
+ranked_errors_of_aborted_applies as (
+
+    select
+        transactions.apply_name,
+        transactions.source_database,
+        transactions.transaction_id,
+        transactions.commit_scn,
+        transactions.first_scn,
+        row_number() over (
+            partition by transactions.apply_name
+            order by
+                transactions.cycle_id desc,
+                transactions.commit_scn desc,
+                transactions.source_database desc,
+                transactions.transaction_id desc
+        ) as error_rank
+
+    from transactions
+    inner join apply_processes
+        on transactions.apply_name = apply_processes.apply_name
+
+    where
+        apply_processes.status = 'ABORTED'
+        and transactions.outcome = 'ERROR'
+
+),
+
+aborting_transactions as (
+
+    select * from ranked_errors_of_aborted_applies
+    where error_rank = 1
+
+),
+
 transaction_events as (
 
     select
@@ -40,7 +83,7 @@ transaction_events as (
         commit_scn as processed_commit_scn,
         commit_time,
         applied_at,
-        cast(null as bigint) as spilled_scn,
+        cast(null as bigint) as unapplied_scn,
         cast(null as bigint) as pending_commit_scn,
         0 as is_rollback
     from transactions
@@ -54,14 +97,28 @@ transaction_events as (
         cast(null as bigint) as processed_commit_scn,
         cast(null as timestamp) as commit_time,
         cast(null as timestamp) as applied_at,
-        scn as spilled_scn,
+        scn as unapplied_scn,
         case when command_type = 'COMMIT' then coalesce(commit_scn, scn) end as pending_commit_scn,
         case when command_type = 'ROLLBACK' then 1 else 0 end as is_rollback
     from spill
 
+    union all
+
+    select
+        apply_name,
+        source_database,
+        transaction_id,
+        cast(null as bigint) as processed_commit_scn,
+        cast(null as timestamp) as commit_time,
+        cast(null as timestamp) as applied_at,
+        coalesce(first_scn, commit_scn) as unapplied_scn,
+        commit_scn as pending_commit_scn,
+        0 as is_rollback
+    from aborting_transactions
+
 ),
 
--- one row per transaction the apply knows of: processed, spilled, or both
+-- one row per transaction the apply knows of: processed, not applied yet, or both
 known_transactions as (
 
     select
@@ -71,7 +128,7 @@ known_transactions as (
         max(processed_commit_scn) as processed_commit_scn,
         max(commit_time) as commit_time,
         max(applied_at) as applied_at,
-        min(spilled_scn) as first_spilled_scn,
+        min(unapplied_scn) as first_unapplied_scn,
         min(pending_commit_scn) as pending_commit_scn,
         max(is_rollback) as has_rollback
 
@@ -130,10 +187,10 @@ stream_watermarks as (
         min(first_pending_commit_scn) as first_pending_commit_scn,
         count(pending_commit_scn) as pending_committed_transactions,
         count_if(
-            first_spilled_scn is not null and pending_commit_scn is null and has_rollback = 0
+            first_unapplied_scn is not null and pending_commit_scn is null and has_rollback = 0
         ) as open_transactions,
-        min(first_spilled_scn) as spill_oldest_scn,
-        min_by(transaction_id, first_spilled_scn) as spill_oldest_transaction_id
+        min(first_unapplied_scn) as unapplied_oldest_scn,
+        min_by(transaction_id, first_unapplied_scn) as unapplied_oldest_transaction_id
 
     from watermark_candidates
     group by apply_name, source_database
@@ -182,8 +239,8 @@ joined as (
         coalesce(stream_watermarks.pending_committed_transactions, 0)
             as pending_committed_transactions,
         coalesce(stream_watermarks.open_transactions, 0) as open_transactions,
-        stream_watermarks.spill_oldest_scn,
-        stream_watermarks.spill_oldest_transaction_id,
+        stream_watermarks.unapplied_oldest_scn,
+        stream_watermarks.unapplied_oldest_transaction_id,
 
         latest_progress.cycle_id as last_cycle_id,
         latest_progress.apply_time as last_apply_time,
@@ -248,9 +305,9 @@ final as (
             else last_apply_time
         end as high_watermark_apply_time,
 
-        coalesce(spill_oldest_scn, engine_oldest_scn) as oldest_scn,
+        coalesce(unapplied_oldest_scn, engine_oldest_scn) as oldest_scn,
         case
-            when spill_oldest_scn is not null then spill_oldest_transaction_id
+            when unapplied_oldest_scn is not null then unapplied_oldest_transaction_id
             else engine_oldest_transaction_id
         end as oldest_transaction_id,
         spill_scn,

@@ -1,13 +1,14 @@
 """Run the gold dbt project (``dbt/``) in-process on the pipeline's Spark session, and print its
 dictionary views the way SQL*Plus would.
 
-``run_gold`` invokes dbt with ``dbt.cli.main.dbtRunner`` and the profile's ``local`` target
-(dbt-spark, session mode): dbt-spark's session cursor calls ``SparkSession.builder...getOrCreate()``,
-which returns the running session and applies only its runtime SQL settings, so the views are
-built in the same metastore the pipeline writes. dbt-spark forces ``spark.sql.ansi.enabled=false``
-on that session; every runtime setting dbt changed (and the current database) is restored
-afterwards. The same project also runs standalone: ``dbt build --project-dir dbt --profiles-dir
-dbt/profiles`` with ``LAKEAPPLY_WAREHOUSE`` naming the warehouse (dbt/README.md).
+``run_gold`` invokes dbt with ``dbt.cli.main.dbtRunner`` and the profile's ``inprocess`` target
+(dbt-spark, session mode, no settings): dbt-spark's session cursor calls
+``SparkSession.builder...getOrCreate()``, which returns the running session, so the views are built
+in the metastore the pipeline writes. dbt-spark forces ``spark.sql.ansi.enabled=false`` on that
+session; every runtime setting dbt changed (and the current database) is restored afterwards. The
+same project also runs standalone with the ``local`` target, which starts its own session like
+``get_spark``: ``dbt build --project-dir dbt --profiles-dir dbt/profiles`` with
+``LAKEAPPLY_WAREHOUSE`` naming the warehouse (dbt/README.md).
 """
 
 from __future__ import annotations
@@ -122,11 +123,11 @@ def run_gold(
     """Run ``dbt <command>`` on the gold project in-process, reusing ``spark``.
 
     ``catalog_prefix`` names the databases (sources in ``<prefix>_apply`` and ``<prefix>_bronze``,
-    views in ``<prefix>_gold``); ``warehouse`` is the warehouse folder (the profile's
-    LAKEAPPLY_WAREHOUSE; dbt's target and log folders go under ``<warehouse>/dbt``). ``select``
-    narrows the nodes (dbt ``--select``); ``threads`` is dbt's (several queries at a time on the
-    one session). Returns the counts; raises :class:`GoldError` with
-    dbt's failure summary when dbt cannot run or any node fails (the report is on the error).
+    views in ``<prefix>_gold``); ``warehouse`` is the warehouse folder: dbt's target and log
+    folders go under ``<warehouse>/dbt``, and it is LAKEAPPLY_WAREHOUSE for a ``local`` target.
+    ``select`` narrows the nodes (dbt ``--select``); ``threads`` is dbt's (queries at a time on
+    the one session). Returns the counts; raises :class:`GoldError` with dbt's failure summary
+    when dbt cannot run or any node fails (the report is on the error).
     """
     catalog = Catalog(catalog_prefix)
     if command not in COMMANDS:

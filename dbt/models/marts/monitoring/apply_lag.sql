@@ -89,7 +89,6 @@ spilled_changes as (
         transaction_id,
         object_owner,
         object_name,
-        command_type,
         -- the transaction's COMMIT waits in the spill too: committed but not applied yet
         min(case when command_type = 'COMMIT' then coalesce(commit_scn, scn) end) over (
             partition by apply_name, source_database, transaction_id
