@@ -70,11 +70,23 @@ def split_in_commit_order(lcrs: list[dict[str, Any]], parts: int) -> list[list[d
     before the cut has a lower SCN than every COMMIT after it: a capture delivers commits of a
     source in commit order, so an incremental apply never meets a commit below its watermark."""
     commits = [(i, lcr["scn"]) for i, lcr in enumerate(lcrs) if lcr["command_type"] == "COMMIT"]
-    cuts = [
-        index + 1
-        for index, lcr in enumerate(lcrs[:-1])
-        if all(scn < after for i, scn in commits if i <= index for j, after in commits if j > index)
-    ]
+    # A transaction's COMMIT/ROLLBACK never arrives before its own LCRs (one capture stream).
+    ends: dict[tuple[str, str], int] = {}
+    last: dict[tuple[str, str], int] = {}
+    for i, lcr in enumerate(lcrs):
+        key = (lcr["source_database_name"], lcr["transaction_id"])
+        last[key] = i
+        if lcr["command_type"] in ("COMMIT", "ROLLBACK"):
+            ends.setdefault(key, i)
+
+    def valid(cut: int) -> bool:
+        in_order = all(
+            scn < after for i, scn in commits if i < cut for j, after in commits if j >= cut
+        )
+        complete = all(last[key] < cut for key, end in ends.items() if end < cut)
+        return in_order and complete
+
+    cuts = [cut for cut in range(1, len(lcrs)) if valid(cut)]
     step = max(1, len(cuts) // parts)
     chosen = sorted(set(cuts[step - 1 :: step][: parts - 1])) if parts > 1 else []
     bounds = [0, *chosen, len(lcrs)]
