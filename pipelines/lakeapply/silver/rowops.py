@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import struct
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import MAX_EMAX, MIN_EMIN, ROUND_HALF_UP, Context, Decimal
 from typing import Any
@@ -255,8 +256,18 @@ def _key_text(columns: tuple[str, ...], *images: list[dict[str, Any]]) -> str:
     return f"({', '.join(columns)})=({', '.join(values)})"
 
 
-def apply_row_lcr(table: DestinationTable, rows: dict[Key, Row], lcr: dict[str, Any]) -> None:
-    """Apply one row LCR to ``rows`` (one destination table), or raise ApplyRowError."""
+@dataclass(frozen=True)
+class _Prepared:
+    """A row LCR after the checks that do not depend on the row state (rules 5 and 6)."""
+
+    old_image: list[dict[str, Any]]
+    new_image: list[dict[str, Any]]
+    key_image: list[dict[str, Any]]
+    old: dict[str, Any]  # converted old values
+    new: dict[str, Any]  # converted new values
+
+
+def _prepare(table: DestinationTable, lcr: dict[str, Any]) -> _Prepared:
     command = lcr["command_type"]
     definition = table.definition
     key_columns = table.effective_key
@@ -276,13 +287,19 @@ def apply_row_lcr(table: DestinationTable, rows: dict[Key, Row], lcr: dict[str, 
     # Rule 6: datatype conversion, before any key is compared (design-notes 4).
     old = _convert_image(definition, old_image, where)
     new = _convert_image(definition, new_image, where)
+    return _Prepared(old_image, new_image, key_image, old, new)
 
+
+def apply_row_lcr(table: DestinationTable, rows: dict[Key, Row], lcr: dict[str, Any]) -> None:
+    """Apply one row LCR to ``rows`` (one destination table), or raise ApplyRowError."""
+    command = lcr["command_type"]
+    lcr_parts = _prepare(table, lcr)
     if command == "INSERT":
-        _insert(table, rows, new, key_image)
+        _insert(table, rows, lcr_parts.new, lcr_parts.key_image)
     elif command == "UPDATE":
-        _update(table, rows, old, new, old_image, new_image)
+        _update(table, rows, lcr_parts.old, lcr_parts.new, lcr_parts.old_image, lcr_parts.new_image)
     else:
-        _delete(table, rows, old, old_image)
+        _delete(table, rows, lcr_parts.old, lcr_parts.old_image)
 
 
 def _convert_image(
@@ -474,20 +491,9 @@ def lcr_keys(table: DestinationTable, lcr: dict[str, Any]) -> tuple[Key, Key | N
     """The key an LCR addresses and, for an UPDATE that sends new key values, the key it may move
     the row to. Raises ApplyRowError for what fails whatever the row state (26688, 904, 1722...)."""
     command = lcr["command_type"]
-    definition = table.definition
     key_columns = table.effective_key
-    old_image = _image(lcr, "old_values") if command in ("UPDATE", "DELETE") else []
-    new_image = _image(lcr, "new_values") if command in ("INSERT", "UPDATE") else []
-    key_image = new_image if command == "INSERT" else old_image
-    where = f"table {definition.qualified_name}, key {_key_text(key_columns, key_image)}"
-    for column in key_columns:
-        if not any(value["column_name"] == column for value in key_image):
-            raise _ora(26688, f"missing key in LCR: column {column} of {definition.qualified_name}")
-    for value in old_image + new_image:
-        if value["column_name"] not in definition.column_names:
-            raise _ora(904, f'"{value["column_name"]}": invalid identifier, {where}')
-    old = _convert_image(definition, old_image, where)
-    new = _convert_image(definition, new_image, where)
+    lcr_parts = _prepare(table, lcr)
+    old, new = lcr_parts.old, lcr_parts.new
     if command == "INSERT":
         return tuple(new[column] for column in key_columns), None
     key = tuple(old[column] for column in key_columns)
