@@ -5,7 +5,7 @@ from __future__ import annotations
 from chispa import assert_df_equality
 from pyspark.sql import SparkSession
 
-from lakeapply.silver.transactions import assemble_transactions, oldest_open_scn
+from lakeapply.silver.transactions import assemble_transactions
 
 BRONZE_COLUMNS = (
     "source_database_name string, transaction_id string, command_type string, lcr_kind string, "
@@ -62,21 +62,3 @@ def test_a_rollback_wins_over_a_commit_and_the_same_id_in_two_sources_is_two_tra
     states = {(r.source_database_name, r.state) for r in assemble_transactions(lcrs).collect()}
 
     assert states == {("A", "ROLLED_BACK"), ("B", "OPEN")}
-
-
-def test_the_oldest_scn_is_the_first_scn_of_the_earliest_open_transaction(
-    spark: SparkSession,
-) -> None:
-    lcrs = bronze(
-        spark,
-        [
-            ("DB", "1.1.1", "INSERT", "ROW", 30, None, None),
-            ("DB", "1.1.2", "INSERT", "ROW", 20, None, None),
-            ("DB", "1.1.3", "INSERT", "ROW", 10, None, None),
-            ("DB", "1.1.3", "COMMIT", "DIRECTIVE", 40, None, None),
-        ],
-    )
-
-    oldest = oldest_open_scn(assemble_transactions(lcrs)).collect()
-
-    assert [(r.oldest_scn, r.oldest_transaction_id) for r in oldest] == [(20, "1.1.2")]

@@ -51,19 +51,3 @@ def assemble_transactions(lcrs: DataFrame) -> DataFrame:
         "ddl_lcr_count",
         "commit_source_time",
     )
-
-
-def oldest_open_scn(transactions: DataFrame) -> DataFrame:
-    """Per source database: the earliest SCN of a transaction still open (where a restart must
-    re-read from), and its transaction id (OLDEST_MESSAGE_NUMBER / OLDEST_TRANSACTION_ID)."""
-    open_transactions = transactions.where(F.col("state") == "OPEN")
-    earliest = F.min(F.struct("first_scn", "transaction_id"))
-    return (
-        open_transactions.groupBy("source_database_name")
-        .agg(earliest.alias("oldest"))
-        .select(
-            "source_database_name",
-            F.col("oldest.first_scn").alias("oldest_scn"),
-            F.col("oldest.transaction_id").alias("oldest_transaction_id"),
-        )
-    )
