@@ -455,10 +455,11 @@ def apply_cycle(
     """Run one apply cycle (see the module docstring); None when there is nothing to apply."""
     ensure_apply_tables(spark, catalog)
     ensure_destination_tables(spark, catalog, settings)
-    if apply_status(spark, catalog, settings.apply_name) in ("ABORTED", "DISABLED"):
+    status_now = apply_status(spark, catalog, settings.apply_name)
+    if status_now in ("ABORTED", "DISABLED"):
         raise ApplyAbortedError(
             f"apply process {settings.apply_name} is "
-            f"{apply_status(spark, catalog, settings.apply_name)}: fix the cause, then start it "
+            f"{status_now}: fix the cause, then start it "
             "(lakeapply admin start-apply)"
         )
     planned = _plan(spark, catalog, settings)
@@ -658,7 +659,7 @@ def apply_cycle(
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
     if failed:  # errors are rare: skip two empty Delta commits in the common case
-        _append_errors(spark, catalog, apply_name, app, plan.cycle_id, now, staged, errors_rows)
+        _append_errors(catalog, apply_name, app, plan.cycle_id, now, staged, errors_rows)
     if crash_after == "error_queue":
         raise SimulatedApplyCrash("after the error queue")
 
@@ -837,7 +838,6 @@ def apply_cycle(
 
 
 def _append_errors(
-    spark: SparkSession,
     catalog: Catalog,
     apply_name: str,
     app: str,
