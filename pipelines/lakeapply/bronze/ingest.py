@@ -19,14 +19,16 @@ A run is one *ingest batch*:
 from __future__ import annotations
 
 import gzip
+import itertools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pandas as pd
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -166,8 +168,66 @@ def plan_batch(files: list[Path], states: dict[str, tuple[int, int, int]]) -> li
     return planned
 
 
+LINES_SCHEMA = (
+    "source_file string, line_number long, byte_offset long, line string, line_bytes long"
+)
+LINES_PER_ARROW_BATCH = 50_000
+
+
+def split_lines(
+    data: bytes, source_file: str, start_offset: int, first_line_number: int, compressed: bool
+) -> Iterator[tuple[str, int, int, str, int]]:
+    """The complete lines of ``data`` (read from ``start_offset``) with line numbers and offsets.
+
+    Bytes after the last newline are an incomplete line, kept for the next run; a compressed file
+    is complete by construction, so its last line counts even without a newline. Offsets count
+    raw bytes (a line that is not valid UTF-8 still moves the offset by its true length).
+    """
+    pieces = data.split(b"\n")
+    last = pieces.pop()
+    if compressed and last:
+        pieces.append(last)
+    offset = start_offset
+    for index, raw in enumerate(pieces):
+        text = raw.decode("utf-8", errors="replace")
+        yield (
+            source_file,
+            first_line_number + index,
+            offset,
+            text[:-1] if text.endswith("\r") else text,
+            len(raw) + 1,
+        )
+        offset += len(raw) + 1
+
+
+def _lines_of_files(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    """mapInPandas: planned file rows -> line rows, in bounded Arrow batches."""
+    columns = ["source_file", "line_number", "byte_offset", "line", "line_bytes"]
+    for files in batches:
+        for source_file, compressed, start_offset, size_bound, first_line, content in zip(
+            files["source_file"].tolist(),
+            files["compressed"].tolist(),
+            files["start_offset"].tolist(),
+            files["size_bound"].tolist(),
+            files["first_line_number"].tolist(),
+            files["content"].tolist(),
+            strict=True,
+        ):
+            whole = bytes(content)
+            data = gzip.decompress(whole) if compressed else whole[start_offset:size_bound]
+            start = 0 if compressed else int(start_offset)
+            rows = split_lines(data, str(source_file), start, int(first_line), bool(compressed))
+            while chunk := list(itertools.islice(rows, LINES_PER_ARROW_BATCH)):
+                yield pd.DataFrame.from_records(chunk, columns=columns)
+
+
 def read_planned_lines(spark: SparkSession, plan: list[PlannedFile]) -> DataFrame:
-    """One row per complete line in the planned ranges: source_file, line_number, byte_offset, line."""
+    """One row per complete line in the planned ranges: source_file, line_number, byte_offset, line.
+
+    Each file is split once, in a Python worker, into lines with running byte offsets (linear; no
+    window over the file's lines). Plain files are cut to the planned byte range (a file may have
+    grown since it was planned); compressed files are decompressed whole.
+    """
     plan_df = spark.createDataFrame(
         [
             (
@@ -188,48 +248,11 @@ def read_planned_lines(spark: SparkSession, plan: list[PlannedFile]) -> DataFram
         .load([p.source_file for p in plan])
         .select(F.col("path").alias("hadoop_path"), "content")
         .join(F.broadcast(plan_df), "hadoop_path")
+        .drop("hadoop_path")
+        # One file per task, so files are split in parallel however the file source grouped them.
+        .repartition(max(1, len(plan)), "source_file")
     )
-    # Plain files: only the planned byte range (a file may have grown since it was planned).
-    # Compressed files are decompressed whole; the Python UDF runs once per file, never per line.
-    plain = files.where(~F.col("compressed")).withColumn(
-        "data",
-        F.substring(
-            F.col("content"), F.col("start_offset") + 1, F.col("size_bound") - F.col("start_offset")
-        ),
-    )
-    compressed = files.where(F.col("compressed")).withColumn(
-        "data", F.udf(gzip.decompress, T.BinaryType())(F.col("content"))
-    )
-    files = plain.unionByName(compressed)
-    data = F.col("data")
-    pieces = files.select(
-        "source_file",
-        "start_offset",
-        "first_line_number",
-        "compressed",
-        F.posexplode(F.split(F.decode(data, "UTF-8"), "\n", -1)).alias("index", "line"),
-        F.size(F.split(F.decode(data, "UTF-8"), "\n", -1)).alias("pieces"),
-    )
-    # The last piece follows the last newline: an incomplete line (or nothing), kept for next time.
-    # A compressed file is complete by construction: its last line counts even without a newline.
-    complete = pieces.where(
-        (F.col("index") < F.col("pieces") - 1) | (F.col("compressed") & (F.col("line") != ""))
-    )
-    by_file = Window.partitionBy("source_file").orderBy("index")
-    line_bytes = F.octet_length(F.col("line")) + 1
-    return complete.select(
-        "source_file",
-        (F.col("first_line_number") + F.col("index")).alias("line_number"),
-        (
-            F.col("start_offset")
-            + F.coalesce(
-                F.sum(line_bytes).over(by_file.rowsBetween(Window.unboundedPreceding, -1)),
-                F.lit(0),
-            )
-        ).alias("byte_offset"),
-        F.regexp_replace(F.col("line"), "\r$", "").alias("line"),
-        line_bytes.alias("line_bytes"),
-    )
+    return files.mapInPandas(_lines_of_files, LINES_SCHEMA)
 
 
 def bronze_rows(classified: DataFrame, batch_id: int, ingested_at: datetime) -> DataFrame:

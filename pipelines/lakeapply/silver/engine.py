@@ -515,36 +515,35 @@ def apply_cycle(
 
     # Fold passes (design-notes 1): only the earliest newly failing transaction is certain, and
     # so is everything before it. ``cut`` is the last transaction this cycle processes.
+    # A pass that finds no new failure is already the final fold: its rows are kept, not re-run.
     failed: dict[tuple[str, str], Any] = {}
     cut: Position | None = None
     passes = 0
     while True:
         passes += 1
         progress(f"fold pass {passes}")
-        errors = _earliest(
-            _run_fold(fold_input, FoldPlan(settings, frozenset(failed), None), buckets)
-            .where(F.col("kind") == "ERROR")
-            .collect()
-        )
+        folded = _run_fold(fold_input, FoldPlan(settings, frozenset(failed), None), buckets)
+        folded = folded.persist(StorageLevel.MEMORY_AND_DISK)
+        errors = _earliest(folded.where(F.col("kind") == "ERROR").collect())
         failed = {key: errors.get(key, known) for key, known in failed.items()}  # exact state
         new_failures = sorted(
             (error for key, error in errors.items() if key not in failed), key=_position
         )
         if not new_failures:
             break
+        folded.unpersist()
         first = new_failures[0]
         failed[(first.source_database_name, first.transaction_id)] = first
         if settings.disable_on_error or passes >= settings.max_error_passes:
             cut = _position(first)  # what follows it waits (Y: until start_apply)
+            folded = _run_fold(
+                fold_input, FoldPlan(settings, frozenset(failed), cut), buckets
+            ).persist(StorageLevel.MEMORY_AND_DISK)
             break
     aborted_error = None
     if settings.disable_on_error and failed:
         aborted_error = failed[min(failed, key=lambda key: _position(failed[key]))]
-    final_rows = (
-        _run_fold(fold_input, FoldPlan(settings, frozenset(failed), cut), buckets)
-        .where(F.col("kind") == "ROW")
-        .persist(StorageLevel.MEMORY_AND_DISK)
-    )
+    final_rows = folded.where(F.col("kind") == "ROW")
     progress(f"cycle {plan.cycle_id}: {passes} fold pass(es), {len(failed)} error transaction(s)")
 
     # --- destination tables: one MERGE each, idempotent per cycle ---------------------------
@@ -819,7 +818,7 @@ def apply_cycle(
         f"{app}:commit",
         plan.cycle_id,
     )
-    for frame in (lcrs, transactions, staged, fold_input, final_rows, processed, errors_rows):
+    for frame in (lcrs, transactions, staged, fold_input, folded, processed, errors_rows):
         frame.unpersist()
     return CycleReport(
         apply_name,
