@@ -29,10 +29,25 @@ run: $(STAMP) ## Demo on the embedded default: generate LCRs -> bronze -> silver
 test: $(STAMP) ## Run the whole test suite
 	$(BIN)/pytest -q
 
+BENCH_STAMP := $(VENV)/.bench-installed
+BENCH_ARGS ?=
+
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -e ".[gold,dev,bench]"
+	touch $(BENCH_STAMP)
+
+.PHONY: bench
+bench: $(BENCH_STAMP) ## Apply benchmark vs floor/alternatives (BENCH_ARGS="--sizes 10000 --tables 1"); see benchmarks/results/
+	$(BIN)/python benchmarks/apply_bench.py $(BENCH_ARGS)
+
+.PHONY: bench-scaling
+bench-scaling: $(BENCH_STAMP) ## Fixed 100k changes into tables of 100k vs 10M rows
+	$(BIN)/python benchmarks/apply_bench.py --scaling $(BENCH_ARGS)
+
 .PHONY: lint
 lint: $(STAMP) ## ruff lint + format check
-	$(BIN)/ruff check pipelines tests
-	$(BIN)/ruff format --check pipelines tests
+	$(BIN)/ruff check pipelines tests benchmarks
+	$(BIN)/ruff format --check pipelines tests benchmarks
 
 .PHONY: typecheck
 typecheck: $(STAMP) ## mypy --strict on the package

@@ -19,6 +19,7 @@ A cycle (docs/silver-design.md has the why):
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -37,12 +38,24 @@ from lakeapply.contract.table_definitions import ColumnDefinition
 from lakeapply.errors import ApplyAbortedError
 from lakeapply.runtime.catalog import Catalog, ensure_database, ensure_delta_table
 from lakeapply.silver import tables as dictionary
+from lakeapply.silver.components import key_components
 from lakeapply.silver.fold import FOLD_OUTPUT_SCHEMA, FoldPlan, Position, fold_function
 from lakeapply.silver.settings import ApplySettings, DestinationTable
 from lakeapply.silver.stage import STAGED_COLUMNS, stage_function
 from lakeapply.silver.transactions import assemble_transactions
 
 TXN_APP_ID = "lakeapply-apply"
+FOLD_ROWS_PER_BUCKET = 20_000
+STAGE_INPUT_COLUMNS = (
+    "silver_table",
+    "source_database_name",
+    "transaction_id",
+    "commit_scn",
+    "message_number",
+    "command_type",
+    "object_owner",
+    "object_name",
+)
 CRASH_POINTS = ("plan", "first_merge", "merges", "error_queue", "spill", "progress")
 Progress = Callable[[str], None]
 
@@ -238,10 +251,16 @@ def _plan(
         and spill.where(F.col("command_type") == "COMMIT").limit(1).count() == 0
     ):
         return None
-    versions = {
-        table.silver_table: _latest_version(spark, catalog.silver_table(table.silver_table))
-        for table in settings.tables
-    }
+    silver_tables = sorted({table.silver_table for table in settings.tables})
+    # Metadata reads only (driver side), one per table: concurrent, so 50 tables cost ~ one.
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        versions = dict(
+            zip(
+                silver_tables,
+                pool.map(lambda t: _latest_version(spark, catalog.silver_table(t)), silver_tables),
+                strict=True,
+            )
+        )
     plan = CyclePlan(
         (last or 0) + 1,
         from_batch,
@@ -337,20 +356,22 @@ def _fold_input(
     staged: DataFrame,
     plan: CyclePlan,
 ) -> DataFrame:
-    """Staged LCRs plus the current destination rows of every key they address, with group ids."""
-    moving_tables = {
-        r.silver_table
-        for r in staged.where(F.col("moved_key_text").isNotNull())
-        .select("silver_table")
-        .distinct()
-        .collect()
-    }
-    group_id = (
-        F.when(F.col("silver_table").isin(*moving_tables), F.lit("*")).otherwise(F.col("key_text"))
-        if moving_tables
-        else F.col("key_text")
+    """Staged LCRs plus the current destination rows of every key they address, with group ids.
+
+    A group is one key, or one component of keys linked by key-changing updates.
+    """
+    links = staged.where(F.col("moved_key_text").isNotNull()).select(
+        "silver_table", "key_text", "moved_key_text"
     )
-    lcr_part = staged.withColumn("group_id", F.coalesce(group_id, F.lit("!static")))
+    if links.limit(1).count() == 0:
+        lcr_part = staged.withColumn("group_id", F.coalesce("key_text", F.lit("!static")))
+    else:
+        components = key_components(links)
+        lcr_part = (
+            staged.join(components, ["silver_table", "key_text"], "left")
+            .withColumn("group_id", F.coalesce("component", "key_text", F.lit("!static")))
+            .drop("component")
+        )
     keys = (
         lcr_part.select("silver_table", "group_id", F.col("key_text"))
         .unionByName(
@@ -495,8 +516,9 @@ def apply_cycle(
     committed = transactions.where(F.col("state") == "COMMITTED")
 
     messages = _messages(lcrs, committed, settings, spark)
+    # Only what the stage and the fold read crosses into Python (not the raw line, not lineage).
     to_stage = messages.select(
-        "*",
+        *STAGE_INPUT_COLUMNS,
         # A NULL column value is data ("value": null), not an absent field.
         F.to_json("old_values", {"ignoreNullFields": "false"}).alias("old_json"),
         F.to_json("new_values", {"ignoreNullFields": "false"}).alias("new_json"),
@@ -510,7 +532,11 @@ def apply_cycle(
     fold_input = _fold_input(spark, catalog, settings, staged, plan).persist(
         StorageLevel.MEMORY_AND_DISK
     )
-    buckets = int(spark.conf.get("spark.sql.shuffle.partitions") or 4)
+    # Each bucket is one pandas frame in a Python worker: enough buckets to bound its size.
+    buckets = max(
+        int(spark.conf.get("spark.sql.shuffle.partitions") or 4),
+        -(-fold_input.count() // FOLD_ROWS_PER_BUCKET),
+    )
     progress("staged")
 
     # Fold passes (design-notes 1): only the earliest newly failing transaction is certain, and
@@ -563,9 +589,9 @@ def apply_cycle(
                 spark, name, table, final_rows, f"{app}:{table.silver_table}", plan.cycle_id
             )
             merged += 1
+            versions_after[table.silver_table] = _latest_version(spark, name)
             if crash_after == "first_merge":
                 raise SimulatedApplyCrash("after the first MERGE")
-        versions_after[table.silver_table] = _latest_version(spark, name)
     if crash_after == "merges":
         raise SimulatedApplyCrash("after the MERGEs")
 
@@ -658,7 +684,7 @@ def apply_cycle(
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
     if failed:  # errors are rare: skip two empty Delta commits in the common case
-        _append_errors(catalog, apply_name, app, plan.cycle_id, now, staged, errors_rows)
+        _append_errors(catalog, apply_name, app, plan.cycle_id, now, messages, errors_rows)
     if crash_after == "error_queue":
         raise SimulatedApplyCrash("after the error queue")
 
@@ -842,7 +868,7 @@ def _append_errors(
     app: str,
     cycle_id: int,
     now: datetime,
-    staged: DataFrame,
+    messages: DataFrame,
     errors_rows: DataFrame,
 ) -> None:
     """DBA_APPLY_ERROR rows and, for each, every message of its transaction (D2)."""
@@ -868,7 +894,7 @@ def _append_errors(
         f"{app}:error_queue",
         cycle_id,
     )
-    error_messages = staged.join(
+    error_messages = messages.join(
         errors_rows.select("source_database_name", "transaction_id", "local_transaction_id"),
         ["source_database_name", "transaction_id"],
     ).select(

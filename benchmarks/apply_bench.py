@@ -1,0 +1,390 @@
+"""``make bench``: lakeapply's apply against the floor and against what users write instead.
+
+For every size (LCRs) and destination-table count, one seeded workload is generated with the
+workload generator and ingested into bronze once (not timed; its time is reported). Then, on the
+same bronze rows, the same session and the same Spark settings, each method runs against empty
+Delta targets:
+
+* ``floor``: a plain Delta append of the same row changes (writing them at minimum);
+* ``lakeapply``: the apply engine, full semantics, FULL commit serialization;
+* ``keyed dedupe MERGE``: latest change per key by (commit_scn, scn, position), one MERGE per table;
+* ``per-transaction MERGE``: one MERGE per transaction, on the first N transactions only (its
+  rate is extrapolated to the size, and the table says so);
+* ``SDP AUTO CDC``: ``create_auto_cdc_flow`` SCD type 1 into a Delta streaming table, or the error
+  that stops it on this Spark.
+
+Writes ``benchmarks/results/<timestamp>.md`` and ``latest.md`` (Markdown table: wall time, LCRs/s,
+ratio to the floor, peak driver memory) and ``latest.png`` (time vs size per method).
+
+    .venv/bin/python benchmarks/apply_bench.py --sizes 10000,100000,1000000 --tables 1,50
+    .venv/bin/python benchmarks/apply_bench.py --scaling      # 100k changes into 100k vs 10M rows
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import alternatives
+from memory import peak_memory
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from lakeapply.bronze.ingest import ingest
+from lakeapply.bronze.tables import LCR_TABLE
+from lakeapply.contract.table_definitions import TableDefinition
+from lakeapply.landing.generator import WorkloadSpec, write_workload
+from lakeapply.runtime.catalog import Catalog
+from lakeapply.runtime.session import LocalSparkSettings, get_spark
+from lakeapply.silver.engine import ensure_destination_tables, load_initial_copy, run_apply
+from lakeapply.silver.settings import ApplySettings, CommitSerialization, DestinationTable
+
+RESULTS = Path(__file__).parent / "results"
+LINES_PER_TRANSACTION = 4.5  # measured average of the generator's defaults (COMMIT included)
+SOURCE = "DBS1.EXAMPLE.COM"
+METHODS = ("floor", "lakeapply", "keyed dedupe MERGE", "per-transaction MERGE", "SDP AUTO CDC")
+
+
+@dataclass(frozen=True)
+class Measurement:
+    method: str
+    lcrs: int
+    tables: int
+    seconds: float | None
+    note: str = ""
+    driver_peak_mib: float | None = None
+    jvm_heap_mib: float | None = None
+    existing_rows: int = 0
+
+
+def _workload(lcrs: int, tables: int, work: Path) -> tuple[Path, tuple[TableDefinition, ...], int]:
+    landing = work / "landing"
+    shutil.rmtree(landing, ignore_errors=True)
+    spec = WorkloadSpec(
+        seed=lcrs + tables,
+        transactions=max(1, int(lcrs / LINES_PER_TRANSACTION)),
+        synthetic_tables=tables,
+        include_sample_scenario=False,
+        files_per_source=max(4, lcrs // 125_000),
+    )
+    workload = write_workload(spec, landing)
+    return landing, workload.tables, workload.initial_scn
+
+
+def apply_settings(tables: tuple[TableDefinition, ...], initial_scn: int) -> ApplySettings:
+    return ApplySettings(
+        apply_name="BENCH",
+        source_databases=(SOURCE,),
+        tables=tuple(
+            DestinationTable(
+                SOURCE, d, f"{d.owner.lower()}_{d.name.lower()}", instantiation_scn=initial_scn
+            )
+            for d in tables
+        ),
+        commit_serialization=CommitSerialization.FULL,
+        disable_on_error=False,
+    )
+
+
+def _timed(
+    spark: SparkSession, method: str, lcrs: int, tables: int, run: Callable[[], str | None]
+) -> Measurement:
+    with peak_memory(spark) as peak:
+        started = time.perf_counter()
+        note = run() or ""
+        seconds = time.perf_counter() - started
+    print(f"  {method:<24} {seconds:8.1f} s  {note}", flush=True)
+    return Measurement(
+        method,
+        lcrs,
+        tables,
+        seconds,
+        "; ".join([note, *peak.notes]).strip("; "),
+        peak.driver_mib,
+        peak.jvm_heap_mib,
+    )
+
+
+def run_case(
+    spark: SparkSession,
+    work: Path,
+    lcrs: int,
+    tables: int,
+    methods: tuple[str, ...],
+    per_transaction_sample: int,
+    auto_cdc_error: dict[str, str],
+) -> list[Measurement]:
+    print(f"\n{lcrs:,} LCRs into {tables} table(s)", flush=True)
+    started = time.perf_counter()
+    landing, definitions, initial_scn = _workload(lcrs, tables, work)
+    generated = time.perf_counter() - started
+    catalog = Catalog(f"bench_{lcrs}_{tables}")
+    started = time.perf_counter()
+    report = ingest(spark, catalog, landing)
+    ingested = time.perf_counter() - started
+    lines = report.lines
+    print(f"  generated {lines:,} lines in {generated:.0f} s, bronze ingest {ingested:.0f} s")
+    bronze: DataFrame = spark.table(catalog.bronze_table(LCR_TABLE))
+    results = [
+        Measurement(
+            "bronze ingest (not part of the apply)",
+            lines,
+            tables,
+            ingested,
+            "landing files -> bronze",
+        )
+    ]
+    database = f"bench_alt_{lcrs}_{tables}"
+
+    def lakeapply_run() -> str:
+        settings = apply_settings(definitions, initial_scn)
+        started = time.perf_counter()
+        reports = run_apply(
+            spark,
+            catalog,
+            settings,
+            lambda step: print(f"    {time.perf_counter() - started:7.1f} s  {step}", flush=True),
+        )
+        applied = sum(r.applied for r in reports)
+        errors = sum(r.errors for r in reports)
+        return f"{len(reports)} cycle(s), {applied:,} transactions applied, {errors} errors"
+
+    def per_transaction_run() -> str:
+        applied = alternatives.per_transaction_merge(
+            spark, bronze, definitions, database, per_transaction_sample
+        )
+        return f"first {per_transaction_sample} transactions ({applied} LCRs)"
+
+    runners: dict[str, Callable[[], str | None]] = {
+        "floor": lambda: alternatives.plain_append(spark, bronze, definitions, database),
+        "lakeapply": lakeapply_run,
+        "keyed dedupe MERGE": lambda: alternatives.keyed_dedupe_merge(
+            spark, bronze, definitions, database
+        ),
+        "per-transaction MERGE": per_transaction_run,
+    }
+    for method in methods:
+        if method in runners:
+            measurement = _timed(spark, method, lines, tables, runners[method])
+            if method == "per-transaction MERGE" and measurement.seconds is not None:
+                sampled = int(measurement.note.split("(")[1].split()[0]) or 1
+                measurement = Measurement(
+                    method,
+                    lines,
+                    tables,
+                    measurement.seconds * lines / sampled,
+                    f"extrapolated from the {measurement.note}, measured "
+                    f"{measurement.seconds:.1f} s",
+                    measurement.driver_peak_mib,
+                    measurement.jvm_heap_mib,
+                )
+            results.append(measurement)
+        elif method == "SDP AUTO CDC":
+            if "error" in auto_cdc_error:
+                results.append(
+                    Measurement(
+                        method, lines, tables, None, f"not run again: {auto_cdc_error['error']}"
+                    )
+                )
+                continue
+            outcome = alternatives.auto_cdc(spark, bronze, definitions[0], work)
+            if outcome.error:
+                auto_cdc_error["error"] = outcome.error
+                print(f"  {method:<24} failed after {outcome.seconds:.0f} s: {outcome.error}")
+                results.append(Measurement(method, lines, tables, None, outcome.error))
+            else:
+                results.append(
+                    Measurement(method, lines, tables, outcome.seconds, "one table only")
+                )
+    return results
+
+
+def run_scaling(
+    spark: SparkSession, work: Path, changes: int, existing: list[int]
+) -> list[Measurement]:
+    """Fixed ``changes`` LCRs into one table that already holds each of ``existing`` rows."""
+    results = []
+    for rows in existing:
+        print(f"\n{changes:,} LCRs into 1 table of {rows:,} rows", flush=True)
+        landing, definitions, initial_scn = _workload(changes, 1, work)
+        catalog = Catalog(f"scale_{rows}")
+        ingest(spark, catalog, landing)
+        settings = apply_settings(definitions, initial_scn)
+        ensure_destination_tables(spark, catalog, settings)
+        table = settings.tables[0]
+        # Existing rows hold keys below the workload's (they are not touched by it), written in
+        # key order like an initial copy, so the files' key ranges are disjoint.
+        copy = (
+            spark.range(-rows, 0)
+            .select(
+                F.col("id").alias("ID"),
+                F.concat(F.lit("existing "), F.col("id").cast("string")).alias("NAME"),
+                F.lit(1).alias("AMOUNT"),
+                F.lit(1).alias("QUANTITY"),
+                F.lit("Y").alias("FLAG"),
+                F.lit(None).alias("CREATED_DATE"),
+                F.lit(None).alias("UPDATED_AT"),
+                F.lit("NEW").alias("STATUS"),
+                F.lit(None).alias("NOTE"),
+            )
+            .orderBy("ID")
+        )
+        load_initial_copy(spark, catalog, table, copy)
+        results.append(
+            _timed(
+                spark,
+                "lakeapply",
+                changes,
+                1,
+                lambda catalog=catalog, settings=settings: (
+                    f"{len(run_apply(spark, catalog, settings))} cycle(s)"
+                ),
+            )
+        )
+        results[-1] = Measurement(**{**asdict(results[-1]), "existing_rows": rows})
+    return results
+
+
+def _machine() -> str:
+    cores = os.cpu_count()
+    memory = "?"
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                memory = f"{int(line.split()[1]) / 2**20:.0f} GiB"
+    except OSError:
+        pass
+    return f"{platform.machine()}, {cores} cores, {memory} RAM, {platform.system()}, local[2]"
+
+
+def markdown(results: list[Measurement], title: str) -> str:
+    floors = {(m.lcrs, m.tables): m.seconds for m in results if m.method == "floor"}
+    lines = [
+        f"# {title}",
+        "",
+        f"Run {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {_machine()}; pyspark "
+        f"{__import__('pyspark').__version__}, delta-spark {__import__('importlib.metadata').metadata.version('delta-spark')}.",
+        "",
+        "| LCRs | tables | existing rows | method | wall time (s) | LCRs/s | ratio to floor | "
+        "driver peak RSS (MiB) | note |",
+        "|---:|---:|---:|---|---:|---:|---:|---:|---|",
+    ]
+    for m in results:
+        floor = floors.get((m.lcrs, m.tables))
+        ratio = f"{m.seconds / floor:.2f}" if m.seconds and floor else "-"
+        rate = f"{m.lcrs / m.seconds:,.0f}" if m.seconds else "-"
+        seconds = f"{m.seconds:.1f}" if m.seconds is not None else "did not run"
+        memory = f"{m.driver_peak_mib:,.0f}" if m.driver_peak_mib else "-"
+        lines.append(
+            f"| {m.lcrs:,} | {m.tables} | {m.existing_rows:,} | {m.method} | {seconds} | {rate} | "
+            f"{ratio} | {memory} | {m.note.replace('|', '/')} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def plot(results: list[Measurement], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
+    for axis, tables in zip(axes, (1, 50), strict=True):
+        for method in METHODS:
+            points = sorted(
+                (m.lcrs, m.seconds)
+                for m in results
+                if m.method == method and m.tables == tables and m.seconds and not m.existing_rows
+            )
+            if points:
+                axis.plot(*zip(*points, strict=True), marker="o", label=method)
+        axis.set_xscale("log")
+        axis.set_yscale("log")
+        axis.set_xlabel("LCRs")
+        axis.set_title(f"{tables} destination table(s)")
+        axis.grid(True, which="both", alpha=0.3)
+    axes[0].set_ylabel("wall time (s)")
+    axes[0].legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--sizes", default="10000,100000,1000000", help="LCR counts, comma separated"
+    )
+    parser.add_argument("--tables", default="1,50", help="destination table counts")
+    parser.add_argument(
+        "--methods", default=",".join(METHODS), help="subset of: " + ", ".join(METHODS)
+    )
+    parser.add_argument("--per-transaction-sample", type=int, default=100)
+    parser.add_argument(
+        "--per-transaction-max-lcrs",
+        type=int,
+        default=100_000,
+        help="run the per-transaction MERGE only up to this size",
+    )
+    parser.add_argument(
+        "--scaling",
+        action="store_true",
+        help="instead: fixed --scaling-changes LCRs into tables of --scaling-rows rows",
+    )
+    parser.add_argument("--scaling-changes", type=int, default=100_000)
+    parser.add_argument("--scaling-rows", default="100000,10000000")
+    parser.add_argument("--work", type=Path, default=None, help="scratch folder (default: temp)")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args()  # fmt: skip
+
+    work = args.work or Path(tempfile.mkdtemp(prefix="lakeapply-bench-"))
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    spark = get_spark(LocalSparkSettings(work / "warehouse", app_name="lakeapply-bench"))
+    methods = tuple(m.strip() for m in args.methods.split(",") if m.strip())
+    unknown = set(methods) - set(METHODS)
+    if unknown:
+        parser.error(f"unknown methods {sorted(unknown)}")
+    results: list[Measurement] = []
+    stamp = f"{datetime.now(UTC):%Y%m%dT%H%M%S}"
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.scaling:
+        rows = [int(r) for r in args.scaling_rows.split(",")]
+        results = run_scaling(spark, work, args.scaling_changes, rows)
+        text = markdown(results, "lakeapply apply: fixed changes into tables of growing size")
+        (args.out / f"scaling-{stamp}.md").write_text(text)
+        (args.out / "scaling-latest.md").write_text(text)
+    else:
+        auto_cdc_error: dict[str, str] = {}
+        for tables in [int(t) for t in args.tables.split(",")]:
+            for lcrs in [int(s) for s in args.sizes.split(",")]:
+                chosen = tuple(
+                    m for m in methods
+                    if m != "per-transaction MERGE" or lcrs <= args.per_transaction_max_lcrs
+                )  # fmt: skip
+                results += run_case(
+                    spark, work, lcrs, tables, chosen, args.per_transaction_sample, auto_cdc_error
+                )
+                text = markdown(results, "lakeapply apply against the floor and the alternatives")
+                (args.out / f"{stamp}.md").write_text(text)
+                (args.out / f"{stamp}.json").write_text(
+                    json.dumps([asdict(m) for m in results], indent=1)
+                )
+        shutil.copy(args.out / f"{stamp}.md", args.out / "latest.md")
+        plot(results, args.out / "latest.png")
+    print("\n" + text)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()

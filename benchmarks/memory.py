@@ -1,0 +1,64 @@
+"""Peak resident memory of the driver (this Python process and its JVM) over one measured run.
+
+Linux keeps a high-water mark of each process's resident set (``VmHWM``); writing ``5`` to
+``/proc/<pid>/clear_refs`` resets it, so each run reports its own peak.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+
+@dataclass
+class PeakMemory:
+    python_mib: float | None = None
+    jvm_mib: float | None = None
+    jvm_heap_mib: float | None = None  # heap in use at the end of the run (after a GC)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def driver_mib(self) -> float | None:
+        if self.python_mib is None or self.jvm_mib is None:
+            return None
+        return self.python_mib + self.jvm_mib
+
+
+def _reset(pid: int) -> bool:
+    try:
+        Path(f"/proc/{pid}/clear_refs").write_text("5")
+        return True
+    except OSError:
+        return False
+
+
+def _high_water_mib(pid: int) -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+@contextmanager
+def peak_memory(spark: SparkSession) -> Iterator[PeakMemory]:
+    import os
+
+    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+    jvm_pid = int(jvm.java.lang.ProcessHandle.current().pid())
+    python_pid = os.getpid()
+    peak = PeakMemory()
+    if not (_reset(python_pid) and _reset(jvm_pid)):
+        peak.notes.append("could not reset the high-water mark: peaks are since process start")
+    yield peak
+    peak.python_mib = _high_water_mib(python_pid)
+    peak.jvm_mib = _high_water_mib(jvm_pid)
+    runtime = jvm.java.lang.Runtime.getRuntime()
+    jvm.java.lang.System.gc()
+    peak.jvm_heap_mib = (runtime.totalMemory() - runtime.freeMemory()) / 2**20
