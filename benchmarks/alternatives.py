@@ -81,15 +81,20 @@ def _assignments(definition: TableDefinition) -> dict[str, str | Column]:
     return {quote(c.name): F.col("s." + quote(c.name)) for c in definition.columns}
 
 
-def ensure_target(
-    spark: SparkSession, database: str, definition: TableDefinition, prefix: str
-) -> str:
-    name = f"{quote(database)}.{quote(prefix + definition.owner.lower() + '_' + definition.name.lower())}"
+def target_name(database: str, definition: TableDefinition, prefix: str) -> str:
+    table = f"{prefix}{definition.owner.lower()}_{definition.name.lower()}"
+    return f"{quote(database)}.{quote(table)}"
+
+
+def create_targets(
+    spark: SparkSession, database: str, tables: Sequence[TableDefinition], prefix: str
+) -> None:
+    """Empty Delta targets, like the destination tables lakeapply creates at configure time."""
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote(database)}")
-    spark.createDataFrame([], definition.spark_schema()).write.format("delta").mode(
-        "overwrite"
-    ).saveAsTable(name)
-    return name
+    for definition in tables:
+        spark.createDataFrame([], definition.spark_schema()).write.format("delta").mode(
+            "overwrite"
+        ).saveAsTable(target_name(database, definition, prefix))
 
 
 def plain_append(
@@ -97,7 +102,7 @@ def plain_append(
 ) -> None:
     """The floor: append the same row changes, typed, to one Delta table per source table."""
     for definition in tables:
-        name = ensure_target(spark, database, definition, "floor_")
+        name = target_name(database, definition, "floor_")
         row_changes(bronze_lcrs, definition).drop(*CHANGE_ORDER, "op").write.format("delta").mode(
             "append"
         ).saveAsTable(name)
@@ -108,7 +113,7 @@ def keyed_dedupe_merge(
 ) -> None:
     """Latest change per key by (commit_scn, scn, position), one MERGE per table."""
     for definition in tables:
-        name = ensure_target(spark, database, definition, "dedupe_")
+        name = target_name(database, definition, "dedupe_")
         keys = [quote(k) for k in definition.key_columns(())]
         latest = Window.partitionBy(*keys).orderBy(*[F.desc(c) for c in CHANGE_ORDER])
         changes = (
@@ -136,7 +141,7 @@ def per_transaction_merge(
 ) -> int:
     """A naive port of Oracle apply: one MERGE per committed transaction and table, in commit
     order, over the first ``transactions`` transactions. Returns the LCRs it applied."""
-    targets = {d.name: (d, ensure_target(spark, database, d, "txn_")) for d in tables}
+    targets = {d.name: (d, target_name(database, d, "txn_")) for d in tables}
     committed = (
         bronze_lcrs.where(F.col("command_type") == "COMMIT")
         .select("transaction_id", F.coalesce("commit_scn", "scn").alias("commit_scn"))

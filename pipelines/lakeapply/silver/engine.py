@@ -46,6 +46,7 @@ from lakeapply.silver.transactions import assemble_transactions
 
 TXN_APP_ID = "lakeapply-apply"
 FOLD_ROWS_PER_BUCKET = 20_000
+ARRIVED = "__arrived_this_cycle"  # a new bronze LCR, not one read back from the spill
 STAGE_INPUT_COLUMNS = (
     "silver_table",
     "source_database_name",
@@ -78,6 +79,9 @@ class CycleReport:
     tables_merged: int
     aborted: bool
     low_watermarks: dict[str, int | None] = field(default_factory=dict)
+    # Every bronze batch known at plan time is read and no committed transaction was deferred:
+    # another cycle now would find nothing to do.
+    caught_up: bool = False
 
 
 # --------------------------------------------------------------------------------------------
@@ -105,6 +109,18 @@ def ensure_destination_tables(
 
 def _latest_version(spark: SparkSession, qualified: str) -> int:
     return int(DeltaTable.forName(spark, qualified).history(1).collect()[0]["version"])
+
+
+def materialize(frame: DataFrame) -> DataFrame:
+    """Compute ``frame`` once and keep it (memory, then disk) for the rest of the cycle.
+
+    A local checkpoint rather than ``persist``: a cached plan that reads a Delta table is dropped
+    from the cache when that table is written, and a cycle writes the spill and the destination
+    tables it read, so persisted stages (the Python stage and fold among them) ran again after
+    each write. A checkpoint keeps no reference to the tables; its blocks are freed once the
+    cycle's DataFrames are garbage collected.
+    """
+    return frame.localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)
 
 
 def _append(frame: DataFrame, table: str, schema: T.StructType, app: str, version: int) -> None:
@@ -161,6 +177,7 @@ class CyclePlan:
     bronze_to_batch: int  # inclusive
     spill_version: int
     table_versions: dict[str, int]
+    bronze_newest_batch: int | None = None  # when planned (None: a resumed plan)
 
 
 def _apply_rows(spark: SparkSession, catalog: Catalog, name: str, apply_name: str) -> DataFrame:
@@ -267,6 +284,7 @@ def _plan(
         to_batch,
         _latest_version(spark, catalog.apply_table(dictionary.SPILL)),
         versions,
+        int(newest),
     )
     row = spark.createDataFrame(
         [
@@ -499,10 +517,14 @@ def apply_cycle(
     )
     progress(f"cycle {plan.cycle_id}: {batches} + spill")
 
-    new_lcrs = spark.table(catalog.bronze_table(LCR_TABLE)).where(
-        (F.col("ingest_batch_id") > plan.bronze_from_batch)
-        & (F.col("ingest_batch_id") <= plan.bronze_to_batch)
-        & F.col("source_database_name").isin(*sources)
+    new_lcrs = (
+        spark.table(catalog.bronze_table(LCR_TABLE))
+        .where(
+            (F.col("ingest_batch_id") > plan.bronze_from_batch)
+            & (F.col("ingest_batch_id") <= plan.bronze_to_batch)
+            & F.col("source_database_name").isin(*sources)
+        )
+        .withColumn(ARRIVED, F.lit(True))
     )
     spill = (
         spark.read.format("delta")
@@ -510,9 +532,12 @@ def apply_cycle(
         .table(catalog.apply_table(dictionary.SPILL))
         .where(F.col("apply_name") == apply_name)
         .drop("apply_name")
+        .withColumn(ARRIVED, F.lit(False))
     )
-    lcrs = new_lcrs.unionByName(spill).persist(StorageLevel.MEMORY_AND_DISK)
-    transactions = assemble_transactions(lcrs).persist(StorageLevel.MEMORY_AND_DISK)
+    # Not cached: each use reads only the columns it needs (the raw line and the images are wide),
+    # and the bronze scan prunes files by ingest batch.
+    lcrs = new_lcrs.unionByName(spill)
+    transactions = materialize(assemble_transactions(lcrs))
     committed = transactions.where(F.col("state") == "COMMITTED")
 
     messages = _messages(lcrs, committed, settings, spark)
@@ -526,12 +551,8 @@ def apply_cycle(
     staged_schema = T.StructType(
         to_stage.schema.fields + T._parse_datatype_string(STAGED_COLUMNS).fields  # type: ignore[attr-defined]
     )
-    staged = to_stage.mapInPandas(stage_function(settings), staged_schema).persist(
-        StorageLevel.MEMORY_AND_DISK
-    )
-    fold_input = _fold_input(spark, catalog, settings, staged, plan).persist(
-        StorageLevel.MEMORY_AND_DISK
-    )
+    staged = materialize(to_stage.mapInPandas(stage_function(settings), staged_schema))
+    fold_input = materialize(_fold_input(spark, catalog, settings, staged, plan))
     # Each bucket is one pandas frame in a Python worker: enough buckets to bound its size.
     buckets = max(
         int(spark.conf.get("spark.sql.shuffle.partitions") or 4),
@@ -549,7 +570,7 @@ def apply_cycle(
         passes += 1
         progress(f"fold pass {passes}")
         folded = _run_fold(fold_input, FoldPlan(settings, frozenset(failed), None), buckets)
-        folded = folded.persist(StorageLevel.MEMORY_AND_DISK)
+        folded = materialize(folded)
         errors = _earliest(folded.where(F.col("kind") == "ERROR").collect())
         failed = {key: errors.get(key, known) for key, known in failed.items()}  # exact state
         new_failures = sorted(
@@ -557,14 +578,13 @@ def apply_cycle(
         )
         if not new_failures:
             break
-        folded.unpersist()
         first = new_failures[0]
         failed[(first.source_database_name, first.transaction_id)] = first
         if settings.disable_on_error or passes >= settings.max_error_passes:
             cut = _position(first)  # what follows it waits (Y: until start_apply)
-            folded = _run_fold(
-                fold_input, FoldPlan(settings, frozenset(failed), cut), buckets
-            ).persist(StorageLevel.MEMORY_AND_DISK)
+            folded = materialize(
+                _run_fold(fold_input, FoldPlan(settings, frozenset(failed), cut), buckets)
+            )
             break
     aborted_error = None
     if settings.disable_on_error and failed:
@@ -648,8 +668,8 @@ def apply_cycle(
             .otherwise(F.lit("APPLIED"))
             .alias("outcome"),
         )
-        .persist(StorageLevel.MEMORY_AND_DISK)
     )
+    processed = materialize(processed)
     transactions_rows = processed.select(
         F.lit(apply_name).alias("apply_name"),
         F.col("source_database_name").alias("source_database"),
@@ -669,21 +689,19 @@ def apply_cycle(
         f"{app}:transactions",
         plan.cycle_id,
     )
-    errors_rows = (
-        processed.where(F.col("outcome") == "ERROR")
-        .withColumn(
-            "local_transaction_id",
-            F.concat_ws(
-                ".",
-                F.lit(str(plan.cycle_id)),
-                F.row_number()
-                .over(Window.orderBy("commit_scn", "source_database_name", "transaction_id"))
-                .cast("string"),
-            ),
-        )
-        .persist(StorageLevel.MEMORY_AND_DISK)
-    )
     if failed:  # errors are rare: skip two empty Delta commits in the common case
+        errors_rows = materialize(
+            processed.where(F.col("outcome") == "ERROR").withColumn(
+                "local_transaction_id",
+                F.concat_ws(
+                    ".",
+                    F.lit(str(plan.cycle_id)),
+                    F.row_number()
+                    .over(Window.orderBy("commit_scn", "source_database_name", "transaction_id"))
+                    .cast("string"),
+                ),
+            )
+        )
         _append_errors(catalog, apply_name, app, plan.cycle_id, now, messages, errors_rows)
     if crash_after == "error_queue":
         raise SimulatedApplyCrash("after the error queue")
@@ -736,7 +754,8 @@ def apply_cycle(
     }
     received = {
         r.source_database_name: (r.received, r.rolled_back)
-        for r in new_lcrs.groupBy("source_database_name")
+        for r in lcrs.where(F.col(ARRIVED))
+        .groupBy("source_database_name")
         .agg(
             F.count(F.lit(1)).alias("received"),
             F.count_distinct(
@@ -805,6 +824,7 @@ def apply_cycle(
                 versions_after,
             )
         )
+    progress("watermarks computed")
     _append(
         spark.createDataFrame(progress_rows, dictionary.PROGRESS_SCHEMA),
         catalog.apply_table(dictionary.PROGRESS),
@@ -844,8 +864,6 @@ def apply_cycle(
         f"{app}:commit",
         plan.cycle_id,
     )
-    for frame in (lcrs, transactions, staged, fold_input, folded, processed, errors_rows):
-        frame.unpersist()
     return CycleReport(
         apply_name,
         plan.cycle_id,
@@ -859,6 +877,7 @@ def apply_cycle(
         merged,
         aborted_error is not None,
         watermarks,
+        caught_up=cut is None and plan.bronze_to_batch == plan.bronze_newest_batch,
     )
 
 
@@ -981,7 +1000,7 @@ def run_apply(
         if report is None:
             return reports
         reports.append(report)
-        if report.aborted:
+        if report.aborted or report.caught_up:
             return reports
 
 

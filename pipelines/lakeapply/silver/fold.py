@@ -186,15 +186,28 @@ def _fold_group(
     return out
 
 
+def batch_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """The rows of an Arrow batch as dicts, NULL as None (pandas turns a NULL long into NaN).
+
+    Column-wise conversion: several times faster than ``to_dict("records")`` plus a NaN check
+    per value, and this runs for every LCR of a cycle.
+    """
+    names = [str(name) for name in frame.columns]
+    columns = []
+    for name in names:
+        values = frame[name].tolist()
+        if frame[name].dtype.kind == "f":
+            values = [None if math.isnan(value) else value for value in values]
+        columns.append(values)
+    return [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
+
+
 def fold_bucket(plan: FoldPlan, bucket: pd.DataFrame) -> pd.DataFrame:
     """Fold every key group of one bucket (the applyInPandas function)."""
     tables = {table.silver_table: table for table in plan.settings.tables}
     out: list[tuple[Any, ...]] = []
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for raw in bucket.to_dict("records"):
-        record: dict[str, Any] = {
-            str(k): None if isinstance(v, float) and math.isnan(v) else v for k, v in raw.items()
-        }
+    for record in batch_records(bucket):
         groups.setdefault((str(record["silver_table"]), str(record["group_id"])), []).append(record)
     for (silver_table, _), records in groups.items():
         out.extend(_fold_group(plan, tables[str(silver_table)], records))

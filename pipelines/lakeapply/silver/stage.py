@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from lakeapply.silver.fold import key_text
+from lakeapply.silver.fold import batch_records, key_text
 from lakeapply.silver.rowops import ApplyRowError, lcr_keys
 from lakeapply.silver.settings import ApplySettings
 
@@ -62,10 +62,7 @@ def stage_function(settings: ApplySettings) -> Any:
     def run(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         names = [field.split()[0] for field in STAGED_COLUMNS.split(", ")]
         for batch in batches:
-            staged = [
-                _stage_one(settings, {str(k): v for k, v in message.items()})
-                for message in batch.to_dict("records")
-            ]
+            staged = [_stage_one(settings, message) for message in batch_records(batch)]
             extra = pd.DataFrame.from_records(staged, columns=names, index=batch.index)
             if not staged:
                 extra = pd.DataFrame({name: pd.Series(dtype=object) for name in names})
