@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
@@ -55,15 +55,17 @@ class TableDefinition:
     def qualified_name(self) -> str:
         return f"{self.owner}.{self.name}"
 
-    @property
+    # Cached: the apply looks columns up for every value of every LCR.
+    @cached_property
     def column_names(self) -> tuple[str, ...]:
         return tuple(column.name for column in self.columns)
 
+    @cached_property
+    def _columns_by_name(self) -> dict[str, ColumnDefinition]:
+        return {column.name: column for column in self.columns}
+
     def column(self, name: str) -> ColumnDefinition:
-        for column in self.columns:
-            if column.name == name:
-                return column
-        raise KeyError(name)
+        return self._columns_by_name[name]
 
     def key_columns(self, substitute_key: tuple[str, ...] = ()) -> tuple[str, ...]:
         """The columns that identify a row (apply-semantics rule 5), in order of precedence:

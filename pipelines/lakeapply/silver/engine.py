@@ -46,6 +46,7 @@ from lakeapply.silver.transactions import assemble_transactions
 
 TXN_APP_ID = "lakeapply-apply"
 FOLD_ROWS_PER_BUCKET = 20_000
+MERGE_THREADS = 4  # concurrent MERGEs (one per destination table) in a cycle
 ARRIVED = "__arrived_this_cycle"  # a new bronze LCR, not one read back from the spill
 STAGE_INPUT_COLUMNS = (
     "silver_table",
@@ -367,14 +368,72 @@ def _messages(
     return rows.withColumn("message_number", F.row_number().over(order))
 
 
+RANGE_FAMILIES = (TypeFamily.NUMBER, TypeFamily.FLOAT, TypeFamily.CHARACTER, TypeFamily.DATETIME)
+
+
+@dataclass(frozen=True)
+class KeyBounds:
+    """The range of the first key column over the keys a cycle addresses in one table.
+
+    As a literal predicate on the destination it lets Delta skip every file whose column
+    statistics fall outside the range, so reading the current rows (and the MERGE) costs what
+    the changes touch, not the table size, when the table's files are laid out by key.
+    """
+
+    low: str | None  # None: no range (a type without a useful order, or only NULL keys)
+    high: str | None
+    has_null: bool
+
+    def predicate(self, table: DestinationTable, alias: str) -> Column:
+        column = table.definition.column(table.effective_key[0])
+        value = F.col(f"{alias}.{quote(column.name)}")
+        if self.low is None or self.high is None:
+            return F.lit(True)
+        spark_type = column.oracle_type.spark_type()
+        in_range = (value >= F.lit(self.low).cast(spark_type)) & (
+            value <= F.lit(self.high).cast(spark_type)
+        )
+        return in_range | value.isNull() if self.has_null else in_range
+
+
+def key_bounds(keys: DataFrame, tables: list[DestinationTable]) -> dict[str, KeyBounds]:
+    """silver table -> bounds of the keys addressed in it; tables without changes are absent."""
+    parts = []
+    for table in tables:
+        column = table.definition.column(table.effective_key[0])
+        first = _typed_key_columns(table, F.col("key_text"))[0]
+        ordered = column.oracle_type.family in RANGE_FAMILIES
+        parts.append(
+            keys.where(F.col("silver_table") == table.silver_table)
+            .select(first.alias("k"))
+            .agg(
+                F.lit(table.silver_table).alias("silver_table"),
+                (F.min("k") if ordered else F.lit(None)).cast("string").alias("low"),
+                (F.max("k") if ordered else F.lit(None)).cast("string").alias("high"),
+                F.count(F.when(F.col("k").isNull(), 1)).alias("nulls"),
+                F.count(F.lit(1)).alias("keys"),
+            )
+        )
+    if not parts:
+        return {}
+    union = parts[0]
+    for part in parts[1:]:
+        union = union.unionByName(part)
+    return {
+        row.silver_table: KeyBounds(row.low, row.high, row.nulls > 0)
+        for row in union.where(F.col("keys") > 0).collect()
+    }
+
+
 def _fold_input(
     spark: SparkSession,
     catalog: Catalog,
     settings: ApplySettings,
     staged: DataFrame,
     plan: CyclePlan,
-) -> DataFrame:
-    """Staged LCRs plus the current destination rows of every key they address, with group ids.
+) -> tuple[DataFrame, dict[str, KeyBounds]]:
+    """Staged LCRs plus the current destination rows of every key they address, with group ids,
+    and the key bounds of each table with changes.
 
     A group is one key, or one component of keys linked by key-changing updates.
     """
@@ -398,15 +457,22 @@ def _fold_input(
         .where(F.col("key_text").isNotNull())
         .distinct()
     )
+    keys = materialize(keys)
+    tables = list({table.silver_table: table for table in settings.tables}.values())
+    bounds = key_bounds(keys, tables)
     current_parts = []
-    seen: set[str] = set()
-    for table in settings.tables:
-        if table.silver_table in seen:
-            continue
-        seen.add(table.silver_table)
+    for table in tables:
+        if table.silver_table not in bounds:
+            continue  # no change addresses this table: it is not read at all
         name = catalog.silver_table(table.silver_table)
         version = plan.table_versions[table.silver_table]
-        destination = spark.read.format("delta").option("versionAsOf", version).table(name)
+        destination = (
+            spark.read.format("delta")
+            .option("versionAsOf", version)
+            .table(name)
+            .alias("d")
+            .where(bounds[table.silver_table].predicate(table, "d"))
+        )
         wanted = keys.where(F.col("silver_table") == table.silver_table).select(
             "silver_table", "group_id", "key_text", *_typed_key_columns(table, F.col("key_text"))
         )
@@ -434,7 +500,13 @@ def _fold_input(
                 row_map.alias("row_json"),
             )
         )
-    current = current_parts[0]
+    current = (
+        current_parts[0]
+        if current_parts
+        else spark.createDataFrame(
+            [], "silver_table string, group_id string, key_text string, row_json string"
+        )
+    )
     for part in current_parts[1:]:
         current = current.unionByName(part)
     lcr_rows = lcr_part.select(
@@ -456,9 +528,10 @@ def _fold_input(
         "static_error_number",
         "static_error_message",
     )
-    return lcr_rows.unionByName(
+    fold_input = lcr_rows.unionByName(
         current.select(F.lit("ROW").alias("kind"), "*"), allowMissingColumns=True
     )
+    return fold_input, bounds
 
 
 def _run_fold(fold_input: DataFrame, plan: FoldPlan, buckets: int) -> DataFrame:
@@ -552,7 +625,8 @@ def apply_cycle(
         to_stage.schema.fields + T._parse_datatype_string(STAGED_COLUMNS).fields  # type: ignore[attr-defined]
     )
     staged = materialize(to_stage.mapInPandas(stage_function(settings), staged_schema))
-    fold_input = materialize(_fold_input(spark, catalog, settings, staged, plan))
+    unmaterialized, bounds = _fold_input(spark, catalog, settings, staged, plan)
+    fold_input = materialize(unmaterialized)
     # Each bucket is one pandas frame in a Python worker: enough buckets to bound its size.
     buckets = max(
         int(spark.conf.get("spark.sql.shuffle.partitions") or 4),
@@ -596,22 +670,35 @@ def apply_cycle(
     changed_tables = {
         r.silver_table for r in final_rows.select("silver_table").distinct().collect()
     }
-    merged = 0
     versions_after = dict(plan.table_versions)
-    seen: set[str] = set()
-    for table in settings.tables:
-        if table.silver_table in seen:
-            continue
-        seen.add(table.silver_table)
+    to_merge = [
+        table
+        for table in {t.silver_table: t for t in settings.tables}.values()
+        if table.silver_table in changed_tables
+    ]
+
+    def merge(table: DestinationTable) -> tuple[str, int]:
+        # Its own session: the idempotence confs (txnAppId/txnVersion) are per session, so
+        # tables merge concurrently, each MERGE still idempotent per cycle.
+        session = spark.newSession()
         name = catalog.silver_table(table.silver_table)
-        if table.silver_table in changed_tables:
-            _merge_table(
-                spark, name, table, final_rows, f"{app}:{table.silver_table}", plan.cycle_id
-            )
-            merged += 1
-            versions_after[table.silver_table] = _latest_version(spark, name)
-            if crash_after == "first_merge":
-                raise SimulatedApplyCrash("after the first MERGE")
+        _merge_table(
+            session,
+            name,
+            table,
+            final_rows,
+            bounds[table.silver_table],
+            f"{app}:{table.silver_table}",
+            plan.cycle_id,
+        )
+        return table.silver_table, _latest_version(session, name)
+
+    if crash_after == "first_merge" and to_merge:
+        merge(to_merge[0])
+        raise SimulatedApplyCrash("after the first MERGE")
+    with ThreadPoolExecutor(max_workers=MERGE_THREADS) as pool:
+        versions_after.update(pool.map(merge, to_merge))
+    merged = len(to_merge)
     if crash_after == "merges":
         raise SimulatedApplyCrash("after the MERGEs")
 
@@ -945,10 +1032,14 @@ def _merge_table(
     name: str,
     table: DestinationTable,
     final_rows: DataFrame,
+    bounds: KeyBounds,
     app_id: str,
     cycle_id: int,
 ) -> None:
-    """One MERGE of the cycle's final rows into one destination table, idempotent per cycle."""
+    """One MERGE of the cycle's final rows into one destination table, idempotent per cycle.
+
+    The key bounds are a target-only predicate of the merge condition: Delta prunes the files
+    the MERGE scans for matches with it."""
     values = F.from_json(F.col("row_json"), "map<string,string>")
     source = final_rows.where(F.col("silver_table") == table.silver_table).select(
         F.col("action").alias("__lakeapply_action"),
@@ -976,7 +1067,10 @@ def _merge_table(
         (
             DeltaTable.forName(spark, name)
             .alias("t")
-            .merge(source.alias("s"), _null_safe_key_match(table, "t", "s"))
+            .merge(
+                source.alias("s"),
+                F.expr(_null_safe_key_match(table, "t", "s")) & bounds.predicate(table, "t"),
+            )
             .whenMatchedDelete(condition="s.__lakeapply_action = 'DELETE'")
             .whenMatchedUpdate(set=columns)
             .whenNotMatchedInsert(condition="s.__lakeapply_action = 'UPSERT'", values=columns)

@@ -90,18 +90,21 @@ def _to_number(column: ColumnDefinition, raw: str | int | float) -> Decimal:
     scale = column.oracle_type.scale or 0
     if precision is None:  # NUMBER, FLOAT(b): stored as DECIMAL(38,10) (oracle_types docstring)
         precision, scale = MAX_DECIMAL_PRECISION, UNCONSTRAINED_NUMBER_SCALE
-    too_large = _ora(
-        1438,
-        f"value larger than specified precision allowed for this column: column {column.name} "
-        f"value {text.strip()!r} (precision {precision}, scale {scale})",
-    )
+
+    def too_large() -> ApplyRowError:
+        return _ora(
+            1438,
+            f"value larger than specified precision allowed for this column: column "
+            f"{column.name} value {text.strip()!r} (precision {precision}, scale {scale})",
+        )
+
     # At most precision - scale digits before the point; checked before rounding (so that
     # quantize never works on absurd exponents) and after it (9.995 -> 10.00).
     if value != 0 and value.adjusted() >= precision - scale:
-        raise too_large
+        raise too_large()
     rounded = value.quantize(Decimal(1).scaleb(-scale), context=_DECIMAL_CONTEXT)
     if rounded != 0 and rounded.adjusted() >= precision - scale:
-        raise too_large
+        raise too_large()
     return rounded.copy_abs() if rounded == 0 else rounded  # no negative zero
 
 
@@ -110,14 +113,17 @@ def _to_float(column: ColumnDefinition, raw: str | int | float) -> float:
     if not _NUMBER_TEXT.fullmatch(text):
         raise _ora(1722, f"invalid number: column {column.name} value {text!r}")
     value = float(text.strip())
-    overflow = _ora(1426, f"numeric overflow: column {column.name} value {text.strip()!r}")
+
+    def overflow() -> ApplyRowError:
+        return _ora(1426, f"numeric overflow: column {column.name} value {text.strip()!r}")
+
     if column.oracle_type.name == "BINARY_FLOAT":  # a 32-bit float, as the Delta FLOAT column
         try:
             value = float(struct.unpack("f", struct.pack("f", value))[0])
         except OverflowError:  # (older Pythons raise; newer ones round to infinity)
-            raise overflow from None
+            raise overflow() from None
     if value in (float("inf"), float("-inf")):
-        raise overflow
+        raise overflow()
     return value
 
 
@@ -145,17 +151,19 @@ def _to_character(column: ColumnDefinition, raw: str | int | float) -> str:
 
 
 def _to_datetime(column: ColumnDefinition, raw: str | int | float) -> datetime:
-    bad = _ora(
-        1858,
-        "a non-numeric character was found where a numeric was expected: "
-        f"column {column.name} value {raw!r} is not an ISO-8601 date/time",
-    )
+    def bad() -> ApplyRowError:
+        return _ora(
+            1858,
+            "a non-numeric character was found where a numeric was expected: "
+            f"column {column.name} value {raw!r} is not an ISO-8601 date/time",
+        )
+
     if not isinstance(raw, str):
-        raise bad
+        raise bad()
     try:
         value = datetime.fromisoformat(raw.strip())
     except ValueError:
-        raise bad from None
+        raise bad() from None
     if column.oracle_type.family is TypeFamily.DATETIME:
         return value.replace(tzinfo=None)  # D8: wall-clock time, as CAST(... AS TIMESTAMP)
     if value.tzinfo is None:
