@@ -341,7 +341,7 @@ def main() -> None:
     parser.add_argument(
         "--methods", default=",".join(METHODS), help="subset of: " + ", ".join(METHODS)
     )
-    parser.add_argument("--per-transaction-sample", type=int, default=100)
+    parser.add_argument("--per-transaction-sample", type=int, default=30)
     parser.add_argument(
         "--per-transaction-max-lcrs",
         type=int,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import MAX_EMAX, MIN_EMIN, ROUND_HALF_UP, Context, Decimal
@@ -282,7 +283,9 @@ def _prepare(table: DestinationTable, lcr: dict[str, Any]) -> _Prepared:
     old_image = _image(lcr, "old_values") if command in ("UPDATE", "DELETE") else []  # D5
     new_image = _image(lcr, "new_values") if command in ("INSERT", "UPDATE") else []
     key_image = new_image if command == "INSERT" else old_image
-    where = f"table {definition.qualified_name}, key {_key_text(key_columns, key_image)}"
+
+    def where() -> str:  # only built for an error message
+        return f"table {definition.qualified_name}, key {_key_text(key_columns, key_image)}"
 
     # Rule 5: every key column needs a value: INSERT from new_values, UPDATE/DELETE from old.
     for column in key_columns:
@@ -291,7 +294,7 @@ def _prepare(table: DestinationTable, lcr: dict[str, Any]) -> _Prepared:
     # Rule 6: an LCR column the destination lacks.
     for value in old_image + new_image:
         if value["column_name"] not in definition.column_names:
-            raise _ora(904, f'"{value["column_name"]}": invalid identifier, {where}')
+            raise _ora(904, f'"{value["column_name"]}": invalid identifier, {where()}')
     # Rule 6: datatype conversion, before any key is compared (design-notes 4).
     old = _convert_image(definition, old_image, where)
     new = _convert_image(definition, new_image, where)
@@ -311,7 +314,7 @@ def apply_row_lcr(table: DestinationTable, rows: dict[Key, Row], lcr: dict[str, 
 
 
 def _convert_image(
-    definition: TableDefinition, image: list[dict[str, Any]], where: str
+    definition: TableDefinition, image: list[dict[str, Any]], where: Callable[[], str]
 ) -> dict[str, Any]:
     converted = {}
     for value in image:
@@ -319,7 +322,7 @@ def _convert_image(
         try:
             converted[column.name] = convert_value(column, value["value"])
         except ApplyRowError as error:
-            raise ApplyRowError(error.error_number, f"{error.text}, {where}") from None
+            raise ApplyRowError(error.error_number, f"{error.text}, {where()}") from None
     return converted
 
 
@@ -331,7 +334,10 @@ def _insert(
 ) -> None:
     definition = table.definition
     key_columns = table.effective_key
-    where = f"key {_key_text(key_columns, key_image)}"
+
+    def where() -> str:
+        return f"key {_key_text(key_columns, key_image)}"
+
     # Rule 6: a destination column the LCR lacks gets its declared default, else NULL.
     row: Row = {}
     for column in definition.columns:
@@ -347,12 +353,12 @@ def _insert(
             raise _ora(
                 1400,
                 f'cannot insert NULL into ("{definition.owner}"."{definition.name}".'
-                f'"{column.name}"), {where}',
+                f'"{column.name}"), {where()}',
             )
     # Rule 7: uniqueness conflict.
     key = tuple(row[column] for column in key_columns)
     if key in rows:
-        raise _ora(1, f"unique constraint ({definition.qualified_name}) violated, {where}")
+        raise _ora(1, f"unique constraint ({definition.qualified_name}) violated, {where()}")
     rows[key] = row
 
 
@@ -390,14 +396,17 @@ def _update(
 ) -> None:
     definition = table.definition
     key_columns = table.effective_key
-    where = f"key {_key_text(key_columns, old_image)}"
+
+    def where() -> str:
+        return f"key {_key_text(key_columns, old_image)}"
+
     old_key = tuple(old[column] for column in key_columns)
     # Rule 7: the row must exist ...
     current = rows.get(old_key)
     if current is None:
         raise _ora(
             26787,
-            f"The row with {where} does not exist in table {definition.qualified_name}",
+            f"The row with {where()} does not exist in table {definition.qualified_name}",
         )
     # ... and its compared old values must match, unless update conflict handlers resolve it:
     # every conflicting column must belong to a handler's column group.
@@ -406,7 +415,7 @@ def _update(
     for column in conflicting:
         handler = table.handler_for(column)
         if handler is None:
-            raise _conflict(definition, where, conflicting)
+            raise _conflict(definition, where(), conflicting)
         if handler not in handlers:
             handlers.append(handler)
     handled = {column for handler in handlers for column in handler.column_list}
@@ -417,7 +426,7 @@ def _update(
     for handler in handlers:
         lcr_wins = _lcr_wins(handler, current, old, new)
         if lcr_wins is None:  # D7: no resolution value
-            raise _conflict(definition, where, conflicting)
+            raise _conflict(definition, where(), conflicting)
         if lcr_wins:
             for column in handler.column_list:
                 if column in new:
@@ -429,7 +438,7 @@ def _update(
             raise _ora(
                 1407,
                 f'cannot update ("{definition.owner}"."{definition.name}".'
-                f'"{column_name}") to NULL, {where}',
+                f'"{column_name}") to NULL, {where()}',
             )
     # Rule 5: an update may change the key: the row moves to its new key.
     new_row = {**current, **written}
@@ -475,18 +484,21 @@ def _delete(
     old_image: list[dict[str, Any]],
 ) -> None:
     definition = table.definition
-    where = f"key {_key_text(table.effective_key, old_image)}"
+
+    def where() -> str:
+        return f"key {_key_text(table.effective_key, old_image)}"
+
     key = tuple(old[column] for column in table.effective_key)
     # Rule 7: the row must exist and its compared old values match; no handler for deletes.
     current = rows.get(key)
     if current is None:
         raise _ora(
             26787,
-            f"The row with {where} does not exist in table {definition.qualified_name}",
+            f"The row with {where()} does not exist in table {definition.qualified_name}",
         )
     conflicting = _conflicting_columns(table, "DELETE", current, old)
     if conflicting:
-        raise _conflict(definition, where, conflicting)
+        raise _conflict(definition, where(), conflicting)
     del rows[key]
 
 
@@ -497,9 +509,36 @@ def _delete(
 
 def lcr_keys(table: DestinationTable, lcr: dict[str, Any]) -> tuple[Key, Key | None]:
     """The key an LCR addresses and, for an UPDATE that sends new key values, the key it may move
-    the row to. Raises ApplyRowError for what fails whatever the row state (26688, 904, 1722...)."""
+    the row to.
+
+    Only the key columns are converted: the other values are checked when the LCR is applied
+    (``apply_row_lcr`` raises their errors at that point, in the LCR's transaction). Raises
+    ApplyRowError when the key itself cannot be read, with the error ``apply_row_lcr`` raises for
+    this LCR (26688, 957, 904, 1722, ...)."""
     command = lcr["command_type"]
     key_columns = table.effective_key
+    definition = table.definition
+    try:
+        key_image = _image(lcr, "new_values" if command == "INSERT" else "old_values")
+        raw = {v["column_name"]: v["value"] for v in key_image if v["column_name"] in key_columns}
+        key = tuple(convert_value(definition.column(c), raw[c]) for c in key_columns)
+        if command != "UPDATE":
+            return key, None
+        sent = {
+            v["column_name"]: v["value"]
+            for v in _image(lcr, "new_values")
+            if v["column_name"] in key_columns
+        }
+        if not sent:
+            return key, None
+        moved = tuple(
+            convert_value(definition.column(c), sent[c]) if c in sent else old
+            for c, old in zip(key_columns, key, strict=True)
+        )
+        return key, (moved if moved != key else None)
+    except (ApplyRowError, KeyError, TypeError):
+        pass
+    # The key cannot be read: the full checks name the error, in apply_row_lcr's order.
     lcr_parts = _prepare(table, lcr)
     old, new = lcr_parts.old, lcr_parts.new
     if command == "INSERT":

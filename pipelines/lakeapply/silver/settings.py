@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cached_property
 
 from lakeapply.contract.table_definitions import TableDefinition
 from lakeapply.errors import ConfigurationError
@@ -61,7 +62,7 @@ class DestinationTable:
     def source_object(self) -> tuple[str, str, str]:
         return (self.source_database, self.definition.owner, self.definition.name)
 
-    @property
+    @cached_property
     def effective_key(self) -> tuple[str, ...]:
         return self.definition.key_columns(self.key_columns)
 
@@ -89,11 +90,15 @@ class ApplySettings:
     max_error_passes: int = 8
     extra: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
-    def table_for(self, source_database: str, owner: str, name: str) -> DestinationTable | None:
+    @cached_property
+    def _tables_by_source_object(self) -> dict[tuple[str, str, str], DestinationTable]:
+        found: dict[tuple[str, str, str], DestinationTable] = {}
         for table in self.tables:
-            if table.source_object == (source_database, owner, name):
-                return table
-        return None
+            found.setdefault(table.source_object, table)  # the first declared wins
+        return found
+
+    def table_for(self, source_database: str, owner: str, name: str) -> DestinationTable | None:
+        return self._tables_by_source_object.get((source_database, owner, name))
 
     def instantiation_scn_for(self, source_database: str, owner: str, name: str) -> int | None:
         """Table level first; schema and global levels fill in (apply-semantics rule 3)."""
