@@ -204,7 +204,7 @@ def auto_cdc(
             name: lakeapply_bench_auto_cdc
             storage: file://{project / "storage"}
             catalog: spark_catalog
-            database: auto_cdc
+            database: default
             libraries:
               - glob:
                   include: transformations/**
