@@ -50,8 +50,9 @@ lint: $(STAMP) ## ruff lint + format check
 	$(BIN)/ruff format --check pipelines tests benchmarks
 
 .PHONY: typecheck
-typecheck: $(STAMP) ## mypy --strict on the package
+typecheck: $(STAMP) ## mypy --strict on the package and the benchmarks
 	$(BIN)/mypy
+	$(BIN)/mypy --strict benchmarks
 
 .PHONY: sqllint
 sqllint: $(STAMP) ## sqlfluff on the dbt models and tests

@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 import alternatives
@@ -220,6 +221,10 @@ def run_case(
     return results
 
 
+def _apply_cycles(spark: SparkSession, catalog: Catalog, settings: ApplySettings) -> str:
+    return f"{len(run_apply(spark, catalog, settings))} cycle(s)"
+
+
 def run_scaling(
     spark: SparkSession, work: Path, changes: int, existing: list[int]
 ) -> list[Measurement]:
@@ -252,15 +257,7 @@ def run_scaling(
         )
         load_initial_copy(spark, catalog, table, copy)
         results.append(
-            _timed(
-                spark,
-                "lakeapply",
-                changes,
-                1,
-                lambda catalog=catalog, settings=settings: (
-                    f"{len(run_apply(spark, catalog, settings))} cycle(s)"
-                ),
-            )
+            _timed(spark, "lakeapply", changes, 1, partial(_apply_cycles, spark, catalog, settings))
         )
         results[-1] = Measurement(**{**asdict(results[-1]), "existing_rows": rows})
     return results

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -50,7 +51,7 @@ def _high_water_mib(pid: int) -> float | None:
 def peak_memory(spark: SparkSession) -> Iterator[PeakMemory]:
     import os
 
-    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+    jvm: Any = spark.sparkContext._jvm
     jvm_pid = int(jvm.java.lang.ProcessHandle.current().pid())
     python_pid = os.getpid()
     peak = PeakMemory()
