@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -108,27 +109,34 @@ def plain_append(
         ).saveAsTable(name)
 
 
+def _merge_latest_per_key(
+    spark: SparkSession, name: str, definition: TableDefinition, changes: DataFrame
+) -> None:
+    """The hand-written CDC MERGE: the latest change per key wins; deletes delete."""
+    keys = [quote(k) for k in definition.key_columns(())]
+    latest = Window.partitionBy(*keys).orderBy(*[F.desc(c) for c in CHANGE_ORDER])
+    newest = changes.withColumn("__rank", F.row_number().over(latest)).where("__rank = 1")
+    (
+        DeltaTable.forName(spark, name)
+        .alias("t")
+        .merge(newest.alias("s"), _key_match(definition))
+        .whenMatchedDelete(condition="s.op = 'DELETE'")
+        .whenMatchedUpdate(set=_assignments(definition))
+        .whenNotMatchedInsert(condition="s.op <> 'DELETE'", values=_assignments(definition))
+        .execute()
+    )
+
+
 def keyed_dedupe_merge(
     spark: SparkSession, bronze_lcrs: DataFrame, tables: Sequence[TableDefinition], database: str
 ) -> None:
     """Latest change per key by (commit_scn, scn, position), one MERGE per table."""
     for definition in tables:
-        name = target_name(database, definition, "dedupe_")
-        keys = [quote(k) for k in definition.key_columns(())]
-        latest = Window.partitionBy(*keys).orderBy(*[F.desc(c) for c in CHANGE_ORDER])
-        changes = (
-            row_changes(bronze_lcrs, definition)
-            .withColumn("__rank", F.row_number().over(latest))
-            .where(F.col("__rank") == 1)
-        )
-        (
-            DeltaTable.forName(spark, name)
-            .alias("t")
-            .merge(changes.alias("s"), _key_match(definition))
-            .whenMatchedDelete(condition="s.op = 'DELETE'")
-            .whenMatchedUpdate(set=_assignments(definition))
-            .whenNotMatchedInsert(condition="s.op <> 'DELETE'", values=_assignments(definition))
-            .execute()
+        _merge_latest_per_key(
+            spark,
+            target_name(database, definition, "dedupe_"),
+            definition,
+            row_changes(bronze_lcrs, definition),
         )
 
 
@@ -141,7 +149,7 @@ def per_transaction_merge(
 ) -> int:
     """A naive port of Oracle apply: one MERGE per committed transaction and table, in commit
     order, over the first ``transactions`` transactions. Returns the LCRs it applied."""
-    targets = {d.name: (d, target_name(database, d, "txn_")) for d in tables}
+    definitions = {d.name: d for d in tables}
     committed = (
         bronze_lcrs.where(F.col("command_type") == "COMMIT")
         .select("transaction_id", F.coalesce("commit_scn", "scn").alias("commit_scn"))
@@ -153,23 +161,14 @@ def per_transaction_merge(
     rows = bronze_lcrs.where(F.col("lcr_kind") == "ROW")
     for commit in committed:
         in_transaction = rows.where(F.col("transaction_id") == commit.transaction_id)
-        for table_name in [
-            r.object_name for r in in_transaction.select("object_name").distinct().collect()
-        ]:
-            definition, name = targets[table_name]
-            changes = row_changes(in_transaction, definition)
-            latest = Window.partitionBy(*[quote(k) for k in definition.key_columns(())]).orderBy(
-                *[F.desc(c) for c in CHANGE_ORDER]
-            )
-            changes = changes.withColumn("__rank", F.row_number().over(latest)).where("__rank = 1")
-            (
-                DeltaTable.forName(spark, name)
-                .alias("t")
-                .merge(changes.alias("s"), _key_match(definition))
-                .whenMatchedDelete(condition="s.op = 'DELETE'")
-                .whenMatchedUpdate(set=_assignments(definition))
-                .whenNotMatchedInsert(condition="s.op <> 'DELETE'", values=_assignments(definition))
-                .execute()
+        touched = [r.object_name for r in in_transaction.select("object_name").distinct().collect()]
+        for table_name in touched:
+            definition = definitions[table_name]
+            _merge_latest_per_key(
+                spark,
+                target_name(database, definition, "txn_"),
+                definition,
+                row_changes(in_transaction, definition),
             )
         applied += in_transaction.count()
     return applied
@@ -257,7 +256,7 @@ def auto_cdc(
         **os.environ,
         "PYSPARK_PYTHON": sys.executable,
         # The CLI starts its local Spark Connect server through launch_gateway, which reads only this.
-        "PYSPARK_SUBMIT_ARGS": " ".join(_shell_quote(a) for a in submit) + " pyspark-shell",
+        "PYSPARK_SUBMIT_ARGS": " ".join(shlex.quote(a) for a in submit) + " pyspark-shell",
     }
     cli = Path(sys.executable).with_name("spark-pipelines")
     started = time.perf_counter()
@@ -280,7 +279,3 @@ def auto_cdc(
         if "Exception" in line and (found := re.search(r"\[[A-Z_]+\].*", line))
     ]
     return PipelineOutcome(seconds, errors[-1] if errors else lines[-1])
-
-
-def _shell_quote(argument: str) -> str:
-    return "'" + argument.replace("'", "'\\''") + "'"

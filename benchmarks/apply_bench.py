@@ -164,10 +164,13 @@ def run_case(
         errors = sum(r.errors for r in reports)
         return f"{len(reports)} cycle(s), {applied:,} transactions applied, {errors} errors"
 
+    sampled_lcrs: list[int] = []
+
     def per_transaction_run() -> str:
         applied = alternatives.per_transaction_merge(
             spark, bronze, definitions, database, per_transaction_sample
         )
+        sampled_lcrs.append(applied)
         return f"first {per_transaction_sample} transactions ({applied} LCRs)"
 
     runners: dict[str, Callable[[], str | None]] = {
@@ -189,7 +192,7 @@ def run_case(
         if method in runners:
             measurement = _timed(spark, method, lines, tables, runners[method])
             if method == "per-transaction MERGE" and measurement.seconds is not None:
-                sampled = int(measurement.note.split("(")[1].split()[0]) or 1
+                sampled = max(1, sampled_lcrs[-1])
                 measurement = Measurement(
                     method,
                     lines,

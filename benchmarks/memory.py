@@ -6,6 +6,7 @@ Linux keeps a high-water mark of each process's resident set (``VmHWM``); writin
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -49,8 +50,6 @@ def _high_water_mib(pid: int) -> float | None:
 
 @contextmanager
 def peak_memory(spark: SparkSession) -> Iterator[PeakMemory]:
-    import os
-
     jvm: Any = spark.sparkContext._jvm
     jvm_pid = int(jvm.java.lang.ProcessHandle.current().pid())
     python_pid = os.getpid()
