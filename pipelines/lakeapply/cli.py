@@ -1,47 +1,202 @@
-"""The ``lakeapply`` command line: thin wrappers over the pipeline functions."""
+"""The ``lakeapply`` command line: thin wrappers over the pipeline functions.
+
+Two audiences: a person at a terminal gets a spinner; an unattended run (a Databricks job, cron,
+CI: stderr is not a terminal) gets plain timestamped progress lines a log can keep. Either way
+every failure ends in one line on stderr and a non-zero exit code (1 error, 2 usage, 3 warehouse
+busy, 4 apply aborted); ``--debug`` (or LAKEAPPLY_DEBUG=1) adds the Python traceback.
+"""
 
 from __future__ import annotations
 
 import json
+import math
+import os
+import re
 import sys
+import threading
+import time
+import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import click
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from lakeapply.errors import LakeapplyError
+from lakeapply.errors import ApplyAbortedError, LakeapplyError
 
 console = Console(stderr=True)
+
+ERROR_PREFIX = "lakeapply: error:"
+EXIT_CODE_UNEXPECTED = 1
+# Unattended progress: at most one line a second (faster steps are coalesced, the latest wins)
+# and a "still running" line when a step has been quiet this long, so a log shows the run lives.
+PROGRESS_MIN_INTERVAL_SECONDS = 1.0
+PROGRESS_HEARTBEAT_SECONDS = 60.0
 
 
 @dataclass(frozen=True)
 class CliContext:
     warehouse: Path
     catalog_prefix: str
+    wait_seconds: float = 0.0
+    debug: bool = False
+
+
+def utc_timestamp() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def interactive() -> bool:
+    """A person is watching: stderr is a terminal (not a job log, a pipe or a file)."""
+    return sys.stderr.isatty() and os.environ.get("TERM") != "dumb"
+
+
+def _command_path() -> str:
+    ctx = click.get_current_context(silent=True)
+    return ctx.command_path if ctx is not None else "lakeapply"
+
+
+def log_line(text: str) -> None:
+    """One notice on stderr: timestamped and prefixed with the command when unattended."""
+    if interactive():
+        console.print(text, highlight=False, soft_wrap=True)
+    else:
+        click.echo(f"{utc_timestamp()} {_command_path()}: {text}", err=True)
+
+
+class TimestampedProgress:
+    """Progress for logs: "<UTC time> lakeapply apply: applying X: cycle 3: fold pass 1" lines.
+
+    A rich spinner written to a file is one frame per line; this prints the steps themselves, at
+    most one line per ``min_interval`` (a faster step is held back and printed when the interval
+    has passed, unless a newer one replaced it), and a heartbeat line when a step is quiet for
+    ``heartbeat`` seconds.
+    """
+
+    def __init__(
+        self,
+        prefix: str,
+        description: str,
+        emit: Callable[[str], None],
+        min_interval: float = PROGRESS_MIN_INTERVAL_SECONDS,
+        heartbeat: float = PROGRESS_HEARTBEAT_SECONDS,
+    ) -> None:
+        self._prefix = prefix
+        self._description = description
+        self._emit = emit
+        self._min_interval = min_interval
+        self._heartbeat = heartbeat
+        self._lock = threading.Lock()
+        self._current = description
+        self._pending: str | None = None
+        self._last_printed_at = -math.inf
+        self._started_at = time.monotonic()
+        self._stopped = threading.Event()
+        self._ticker = threading.Thread(target=self._tick, name="lakeapply-progress", daemon=True)
+
+    def start(self) -> None:
+        with self._lock:
+            self._print(self._description)
+        self._ticker.start()
+
+    def step(self, text: str) -> None:
+        line = f"{self._description}: {text}"
+        with self._lock:
+            if line == self._current:
+                return
+            self._current = line
+            if time.monotonic() - self._last_printed_at >= self._min_interval:
+                self._print(line)
+            else:
+                self._pending = line
+
+    def finish(self, succeeded: bool) -> None:
+        self._stopped.set()
+        if self._ticker.is_alive():
+            self._ticker.join()
+        with self._lock:
+            if self._pending is not None:
+                self._print(self._pending)
+            if succeeded:
+                self._print(f"{self._description}: done in {self._elapsed():.1f}s")
+
+    def _tick(self) -> None:
+        while not self._stopped.wait(self._min_interval):
+            with self._lock:
+                quiet_for = time.monotonic() - self._last_printed_at
+                if self._pending is not None and quiet_for >= self._min_interval:
+                    self._print(self._pending)
+                elif quiet_for >= self._heartbeat:
+                    self._print(f"{self._current} (still running, {self._elapsed():.0f}s)")
+
+    def _print(self, line: str) -> None:
+        """Caller holds the lock."""
+        self._pending = None
+        self._last_printed_at = time.monotonic()
+        self._emit(f"{utc_timestamp()} {self._prefix}: {line}")
+
+    def _elapsed(self) -> float:
+        return time.monotonic() - self._started_at
 
 
 @contextmanager
 def progress_steps(description: str) -> Iterator[Callable[[str], None]]:
-    """A spinner with the current step; long work reports steps through the callback."""
-    with Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    ) as progress:
-        task = progress.add_task(description)
-        yield lambda step: progress.update(task, description=f"{description}: {step}")
+    """Progress of long work, which reports its steps through the callback.
+
+    A spinner with the current step at a terminal; timestamped lines otherwise.
+    """
+    if interactive():
+        with Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        ) as spinner:
+            task = spinner.add_task(description)
+            yield lambda step: spinner.update(task, description=f"{description}: {step}")
+        return
+    progress = TimestampedProgress(
+        _command_path(), description, emit=lambda line: click.echo(line, err=True)
+    )
+    progress.start()
+    try:
+        yield progress.step
+    except BaseException:
+        progress.finish(succeeded=False)
+        raise
+    progress.finish(succeeded=True)
+
+
+def _hold_warehouse(ctx: CliContext) -> None:
+    """Take the warehouse lease before a local Spark session starts (see runtime/lease.py).
+
+    On Databricks the session and its metastore are shared and there is nothing to lock.
+    """
+    from lakeapply.runtime.lease import LeaseHolder, hold_warehouse_for_process
+    from lakeapply.runtime.session import running_on_databricks
+
+    if running_on_databricks():
+        return
+
+    def report_wait(holder: LeaseHolder | None) -> None:
+        who = holder.describe() if holder is not None else "another process"
+        log_line(
+            f"waiting up to {ctx.wait_seconds:g}s for warehouse {ctx.warehouse}, held by {who}"
+        )
+
+    hold_warehouse_for_process(ctx.warehouse, wait_seconds=ctx.wait_seconds, on_wait=report_wait)
 
 
 def _spark(ctx: CliContext) -> Any:
     from lakeapply.runtime.session import LocalSparkSettings, get_spark
 
+    _hold_warehouse(ctx)
     with progress_steps("starting Spark (first run downloads the Delta jars)"):
         return get_spark(LocalSparkSettings(ctx.warehouse))
 
@@ -52,15 +207,105 @@ def _catalog(ctx: CliContext) -> Any:
     return Catalog(ctx.catalog_prefix)
 
 
+# Errors whose own text does not say what to do, and what to do.
+_HINTS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (
+        re.compile(r"Another instance of Derby|SessionHiveMetaStoreClient|XSDB6"),
+        "the warehouse's Derby metastore is open in another process outside lakeapply's lease "
+        "(a Spark shell, notebook or dbt?): stop it and rerun",
+    ),
+    (
+        re.compile(r"JAVA_GATEWAY_EXITED|Java gateway process exited"),
+        "Spark could not start: Java 17 must be on PATH",
+    ),
+)
+
+
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def describe_unexpected_error(error: BaseException) -> str:
+    """ "<type>: <first line of message>" and a hint; a Py4J error names the Java exception."""
+    name, text = type(error).__name__, str(error)
+    if name == "Py4JJavaError":
+        # "An error occurred while calling o61.sql.\n: java.lang.X: message\n\tat ..."
+        java = next((line[2:] for line in text.splitlines() if line.startswith(": ")), "")
+        if java:
+            java_class, _, java_message = java.partition(": ")
+            name, text = f"{name} ({java_class.rsplit('.', 1)[-1]})", java_message or java_class
+    lines = _lines(text)
+    summary = f"{name}: {lines[0]}" if lines else name
+    hints = [hint for pattern, hint in _HINTS if pattern.search(str(error))]
+    return f"{summary} ({'; '.join([*hints, 'run with --debug for the traceback'])})"
+
+
+# Our own messages are written for the user: keep all of one on its line unless it is huge.
+_JOINED_MESSAGE_LIMIT = 400
+
+
+def describe_lakeapply_error(error: LakeapplyError) -> str:
+    lines = _lines(str(error)) or [type(error).__name__]
+    joined = "; ".join(lines)
+    if len(joined) <= _JOINED_MESSAGE_LIMIT:
+        return joined
+    return f"{lines[0]} (run with --debug for the full message)"
+
+
+def _fail(error: BaseException, one_line: str, exit_code: int, debug: bool) -> None:
+    """Print the traceback (with --debug), then the one error line, last, and exit."""
+    if debug:
+        traceback.print_exception(error, file=sys.stderr)
+    click.echo(f"{ERROR_PREFIX} {one_line}", err=True)
+    sys.exit(exit_code)
+
+
+class OneLineUsageError(click.UsageError):
+    """A usage error (a bad path, a missing option) as one line, not usage + blank + error."""
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        command = self.ctx.command_path if self.ctx is not None else "lakeapply"
+        click.echo(f"{ERROR_PREFIX} {self.format_message()} (see `{command} --help`)", err=True)
+
+
+def _one_line_usage(error: click.UsageError) -> click.UsageError:
+    if isinstance(error, (OneLineUsageError, click.exceptions.NoArgsIsHelpError)):
+        return error
+    return OneLineUsageError(error.format_message(), error.ctx)
+
+
 class LakeapplyGroup(click.Group):
-    """Turns every LakeapplyError into one clear line and exit code 1."""
+    """Every failure as one line on stderr and a non-zero exit code, never a traceback.
+
+    A LakeapplyError exits with its ``exit_code``; anything else is a bug or an environment
+    problem and exits 1 naming the exception type. --debug prints the traceback first.
+    """
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as error:
+            raise _one_line_usage(error) from error
 
     def invoke(self, ctx: click.Context) -> Any:
+        debug = bool(ctx.params.get("debug"))
         try:
             return super().invoke(ctx)
+        except click.UsageError as error:
+            raise _one_line_usage(error) from error
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
         except LakeapplyError as error:
-            console.print(f"[red]error:[/red] {error}")
-            sys.exit(1)
+            _fail(error, describe_lakeapply_error(error), error.exit_code, debug)
+        except Exception as error:
+            _fail(error, describe_unexpected_error(error), EXIT_CODE_UNEXPECTED, debug)
+        return None
 
 
 @click.group(cls=LakeapplyGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -79,10 +324,29 @@ class LakeapplyGroup(click.Group):
     show_default=True,
     help="Prefix of the databases: <prefix>_bronze, <prefix>_silver, <prefix>_apply.",
 )
+@click.option(
+    "--wait",
+    "wait_seconds",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    envvar="LAKEAPPLY_WAIT",
+    metavar="SECONDS",
+    show_default=True,
+    help="If another process holds the local warehouse, wait up to SECONDS for it instead of "
+    "exiting with code 3. Env: LAKEAPPLY_WAIT.",
+)
+@click.option(
+    "--debug",
+    is_flag=True,
+    envvar="LAKEAPPLY_DEBUG",
+    help="Show the Python traceback of an error. Env: LAKEAPPLY_DEBUG=1.",
+)
 @click.pass_context
-def main(ctx: click.Context, warehouse: Path, catalog_prefix: str) -> None:
+def main(
+    ctx: click.Context, warehouse: Path, catalog_prefix: str, wait_seconds: float, debug: bool
+) -> None:
     """lakeapply: Oracle Streams apply semantics for Delta Lake (landing -> bronze -> silver -> gold)."""
-    ctx.obj = CliContext(warehouse, catalog_prefix)
+    ctx.obj = CliContext(warehouse, catalog_prefix, wait_seconds, debug)
 
 
 @main.command()
@@ -199,6 +463,7 @@ def run(obj: CliContext, landing: Path, seed: int, transactions: int) -> None:
     """The demo job: generate sample LCRs (if the landing folder is empty), ingest, summarize."""
     from lakeapply.jobs import run_demo
 
+    _hold_warehouse(obj)
     run_demo(obj.warehouse, obj.catalog_prefix, landing, seed, transactions, Console())
 
 
@@ -270,6 +535,14 @@ def apply(obj: CliContext, apply_name: str | None) -> None:
                 if report.aborted
                 else ""
             )
+        )
+    aborted = next((report for report in reports if report.aborted), None)
+    if aborted is not None:
+        # The reports above are the record; the exit code tells the scheduler a person is needed.
+        raise ApplyAbortedError(
+            f"apply process {aborted.apply_name} ABORTED in cycle {aborted.cycle_id} "
+            f"({aborted.errors} error transaction(s), see DBA_APPLY_ERROR): fix the cause, then "
+            f"`lakeapply admin start-apply {aborted.apply_name}`"
         )
 
 

@@ -8,7 +8,13 @@ from __future__ import annotations
 
 
 class LakeapplyError(Exception):
-    """Root of every lakeapply error."""
+    """Root of every lakeapply error.
+
+    ``exit_code`` is what the CLI exits with, so a scheduler (cron, a Databricks job, CI) can tell
+    "try again later" (a busy warehouse) and "needs a person" (an aborted apply) from other errors.
+    """
+
+    exit_code: int = 1
 
 
 class ConfigurationError(LakeapplyError):
@@ -33,3 +39,9 @@ class ApplyError(LakeapplyError):
 
 class ApplyAbortedError(ApplyError):
     """The apply process is ABORTED after an error with disable_on_error = Y."""
+
+    exit_code = 4
+
+
+class ConcurrentModificationError(LakeapplyError):
+    """Another writer kept committing to the same Delta table; retries did not get through."""
