@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pyspark.sql import SparkSession, Window
@@ -72,6 +74,22 @@ def render_apply_summary(spark: SparkSession, catalog: Catalog, console: Console
         )
 
 
+def step_printer(console: Console, stage: str) -> Callable[[str], None]:
+    """Where a stage reports its steps: indented for a person, timestamped for a job log.
+
+    A Databricks job, cron or CI captures the output (not a terminal); there each line carries
+    its UTC time so a slow step can be found in the log.
+    """
+    if console.is_terminal:
+        return lambda step: console.print(f"  {stage}: {step}", highlight=False)
+
+    def timestamped(step: str) -> None:
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        console.print(f"{now} lakeapply run: {stage}: {step}", highlight=False, soft_wrap=True)
+
+    return timestamped
+
+
 def _configured(spark: SparkSession, catalog: Catalog, declared: ApplySettings) -> ApplySettings:
     """The dictionary's settings; lakeapply.yml seeds them the first time (admin changes stay)."""
     ensure_apply_tables(spark, catalog)
@@ -102,9 +120,7 @@ def run_demo(
         console.print(f"generated {workload.line_count} LCR lines into {landing}")
     spark = get_spark(LocalSparkSettings(warehouse))
     catalog = Catalog(catalog_prefix)
-    report = ingest(
-        spark, catalog, landing, progress=lambda step: console.print(f"  ingest: {step}")
-    )
+    report = ingest(spark, catalog, landing, progress=step_printer(console, "ingest"))
     if report.batch_id is None:
         console.print("bronze: nothing new to ingest")
     else:
@@ -115,9 +131,7 @@ def run_demo(
     render_status(collect_status(spark, catalog), console)
     for declared in load_config(config):
         settings = _configured(spark, catalog, declared)
-        for cycle in run_apply(
-            spark, catalog, settings, lambda step: console.print(f"  apply: {step}")
-        ):
+        for cycle in run_apply(spark, catalog, settings, step_printer(console, "apply")):
             console.print(
                 f"silver: {cycle.apply_name} cycle {cycle.cycle_id}: {cycle.applied} applied, "
                 f"{cycle.ignored} ignored, {cycle.errors} errors"

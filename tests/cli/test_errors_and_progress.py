@@ -197,3 +197,15 @@ def test_a_quiet_step_gets_a_heartbeat_line() -> None:
     progress.finish(succeeded=False)
     assert any("ingesting: reading 6 files (still running," in line for line in lines), lines
     assert not any("done in" in line for line in lines), "a failed step does not claim done"
+
+
+def test_the_demo_job_timestamps_its_steps_in_a_job_log() -> None:
+    from io import StringIO
+
+    from rich.console import Console
+
+    from lakeapply.jobs import step_printer
+
+    log = StringIO()
+    step_printer(Console(file=log, force_terminal=False), "apply")("cycle 3: fold pass 1")
+    assert re.match(TIMESTAMPED_LINE + r"run: apply: cycle 3: fold pass 1\n$", log.getvalue())
