@@ -3,7 +3,7 @@
 Two audiences: a person at a terminal gets a spinner; an unattended run (a Databricks job, cron,
 CI: stderr is not a terminal) gets plain timestamped progress lines a log can keep. Either way
 every failure ends in one line on stderr and a non-zero exit code (1 error, 2 usage, 3 warehouse
-busy, 4 apply aborted); ``--debug`` (or LAKEAPPLY_DEBUG=1) adds the Python traceback.
+busy); ``--debug`` (or LAKEAPPLY_DEBUG=1) adds the Python traceback.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ class LakeapplyError(Exception):
     """Root of every lakeapply error.
 
     ``exit_code`` is what the CLI exits with, so a scheduler (cron, a Databricks job, CI) can tell
-    "try again later" (a busy warehouse) and "needs a person" (an aborted apply) from other errors.
+    "try again later" (a busy warehouse, 3) from other errors (1).
     """
 
     exit_code: int = 1
@@ -39,8 +39,6 @@ class ApplyError(LakeapplyError):
 
 class ApplyAbortedError(ApplyError):
     """The apply process is ABORTED after an error with disable_on_error = Y."""
-
-    exit_code = 4
 
 
 class ConcurrentModificationError(LakeapplyError):

@@ -137,7 +137,9 @@ def test_a_waiting_ingest_runs_after_the_holder_and_finds_nothing_new(
     args = ("--warehouse", "wh", "ingest", "--landing", "landing")
     with lakeapply_in_background(tmp_path, "first", *args) as first:
         wait_for_lease_holder(warehouse, first.pid)
-        with lakeapply_in_background(tmp_path, "second", "--wait", "600", *args) as second:
+        with lakeapply_in_background(
+            tmp_path, "second", "--wait", str(SPARK_RUN_TIMEOUT_SECONDS), *args
+        ) as second:
             assert first.wait(timeout=SPARK_RUN_TIMEOUT_SECONDS) == 0
             assert second.wait(timeout=SPARK_RUN_TIMEOUT_SECONDS) == 0
 
@@ -150,7 +152,8 @@ def test_a_waiting_ingest_runs_after_the_holder_and_finds_nothing_new(
     assert re.match(r"ingest batch 1: \d+ lines from 6 files -> \d+ bronze", first_out)
     assert second_out == "nothing new to ingest\n"
     assert re.search(
-        TIMESTAMPED_LINE + rf"ingest: waiting up to 600s for warehouse wh, held by pid {first.pid}",
+        TIMESTAMPED_LINE + rf"ingest: waiting up to {SPARK_RUN_TIMEOUT_SECONDS}s for warehouse wh, "
+        rf"held by pid {first.pid}",
         second_err,
         re.MULTILINE,
     )

@@ -135,7 +135,7 @@ def fail(kind: str) -> None:
     [
         (
             "aborted",
-            4,
+            1,
             "lakeapply: error: apply process A is ABORTED: fix the cause, then start it",
         ),
         (
