@@ -3,13 +3,16 @@
 A run is one *ingest batch*:
 
 1. **Plan** (driver, file metadata only): for every landing file that is new or has grown, the byte
-   range still to read, ``[start_offset, size_bound)``. The plan is appended to the ingest log
+   range still to read, ``[start_offset, size_bound)``. A file whose ingested bytes changed (its
+   fingerprint in the log no longer matches: rewritten in place) is read again from offset 0 as
+   a new *file version*, and the log says why. The plan is appended to the ingest log
    (phase PLANNED) before any data is written. If the previous batch was planned but never
    committed (a crash), that plan is re-executed as it was instead.
 2. **Read and classify** (Spark): the planned byte ranges are read (``binaryFile``; ``.gz`` files are
    decompressed per file), split into lines with their line numbers and byte offsets, parsed against
    the contract. Only complete lines count: bytes after the last newline stay for the next run, like
-   an Extract re-reading from its last complete block.
+   an Extract re-reading from its last complete block. A file that cannot be decompressed becomes
+   one quarantine row (see ``bronze.lines``): it never stops the other files.
 3. **Write**: valid LCRs to ``bronze.lcr``, the rest to ``bronze.quarantine``, each an idempotent
    Delta append (``txnAppId``/``txnVersion`` = the batch id), so re-running a crashed batch writes
    nothing twice.
@@ -18,7 +21,6 @@ A run is one *ingest batch*:
 
 from __future__ import annotations
 
-import gzip
 import itertools
 import logging
 from collections.abc import Callable, Iterator
@@ -32,11 +34,18 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from lakeapply.bronze.lines import (
+    LandingLine,
+    fingerprint,
+    fingerprint_length,
+    fingerprint_of_file,
+    lines_of_file,
+)
 from lakeapply.bronze.tables import (
     INGEST_LOG_TABLE,
     LCR_TABLE,
     QUARANTINE_TABLE,
-    ingest_log_schema,
+    ingest_log_table_schema,
     lcr_table_schema,
     quarantine_table_schema,
 )
@@ -60,15 +69,24 @@ class PlannedFile:
     start_offset: int
     size_bound: int
     first_line_number: int
+    # Which content of the file this is: 1, then +1 each time it is found rewritten in place.
+    file_version: int = 1
+    modified_ns: int | None = None  # the file's mtime when planned
+    # The fingerprint of what is ingested before this batch ([0, start_offset); compressed: the
+    # whole file). It is the file's fingerprint after the batch when the batch adds no line.
+    planned_fingerprint: str | None = None
+    note: str | None = None  # why the file is (re-)read, when it is not plain new or grown
 
 
 @dataclass(frozen=True)
 class FileResult:
     source_file: str
     end_offset: int
-    lines: int
+    lines: int  # bronze_rows + quarantined_rows (a file that cannot be read counts as one)
     bronze_rows: int
     quarantined_rows: int
+    file_version: int = 1
+    note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +108,19 @@ class IngestReport:
         return sum(f.quarantined_rows for f in self.files)
 
 
+@dataclass(frozen=True)
+class FileState:
+    """What the committed batches say about one landing file (its latest version)."""
+
+    end_offset: int  # the ingested prefix ends here (after the last complete line)
+    lines: int  # lines of the latest version ingested so far
+    size_bound: int  # the file's size when last planned
+    file_version: int
+    last_batch_id: int
+    modified_ns: int | None  # None: logged before mtimes were recorded
+    fingerprint: str | None  # None: logged before fingerprints were recorded
+
+
 class SimulatedCrash(RuntimeError):
     """Raised by tests (``crash_after``) to stop an ingest between two of its writes."""
 
@@ -98,7 +129,19 @@ def ensure_bronze_tables(spark: SparkSession, catalog: Catalog) -> None:
     ensure_database(spark, catalog.bronze)
     ensure_delta_table(spark, catalog.bronze_table(LCR_TABLE), lcr_table_schema())
     ensure_delta_table(spark, catalog.bronze_table(QUARANTINE_TABLE), quarantine_table_schema())
-    ensure_delta_table(spark, catalog.bronze_table(INGEST_LOG_TABLE), ingest_log_schema())
+    log_table = catalog.bronze_table(INGEST_LOG_TABLE)
+    ensure_delta_table(spark, log_table, ingest_log_table_schema())
+    _add_missing_columns(spark, log_table, ingest_log_table_schema())
+
+
+def _add_missing_columns(spark: SparkSession, table: str, schema: T.StructType) -> None:
+    """Bring a table created by an older lakeapply up to ``schema`` (new columns are nullable;
+    the rows written before hold NULL in them)."""
+    existing = set(spark.table(table).columns)
+    missing = [f for f in schema.fields if f.name not in existing]
+    if missing:
+        columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in missing)
+        spark.sql(f"ALTER TABLE {table} ADD COLUMNS ({columns})")
 
 
 def list_landing_files(landing: Path) -> list[Path]:
@@ -111,20 +154,35 @@ def list_landing_files(landing: Path) -> list[Path]:
     )
 
 
-def _file_states(spark: SparkSession, catalog: Catalog) -> dict[str, tuple[int, int, int]]:
-    """source_file -> (end offset, lines so far, size when last planned) over committed batches."""
+def _file_states(spark: SparkSession, catalog: Catalog) -> dict[str, FileState]:
+    """source_file -> its state over the committed batches (rows of older lakeapply versions have
+    no file_version: they are version 1)."""
     rows = (
         spark.table(catalog.bronze_table(INGEST_LOG_TABLE))
         .where(F.col("phase") == "COMMITTED")
-        .groupBy("source_file")
+        .withColumn("file_version", F.coalesce(F.col("file_version"), F.lit(1)))
+        .groupBy("source_file", "file_version")
         .agg(
-            F.max("end_offset").alias("end_offset"),
             F.sum("lines").alias("lines"),
-            F.max("size_bound").alias("size_bound"),
+            F.max_by(
+                F.struct("batch_id", "end_offset", "size_bound", "modified_ns", "fingerprint"),
+                "batch_id",
+            ).alias("last"),
         )
         .collect()
     )
-    return {r.source_file: (r.end_offset, r.lines, r.size_bound) for r in rows}
+    states: dict[str, FileState] = {}
+    for r in sorted(rows, key=lambda r: (r.source_file, r.file_version)):  # latest version wins
+        states[r.source_file] = FileState(
+            end_offset=r.last.end_offset,
+            lines=r.lines,
+            size_bound=r.last.size_bound,
+            file_version=r.file_version,
+            last_batch_id=r.last.batch_id,
+            modified_ns=r.last.modified_ns,
+            fingerprint=r.last.fingerprint,
+        )
+    return states
 
 
 def _unfinished_batch(
@@ -144,65 +202,132 @@ def _unfinished_batch(
         .collect()
     )
     return last, [
-        PlannedFile(r.source_file, r.compressed, r.start_offset, r.size_bound, r.first_line_number)
+        PlannedFile(
+            r.source_file,
+            r.compressed,
+            r.start_offset,
+            r.size_bound,
+            r.first_line_number,
+            file_version=r.file_version or 1,
+            modified_ns=r.modified_ns,
+            planned_fingerprint=r.fingerprint,
+            note=r.note,
+        )
         for r in planned
     ]
 
 
-def plan_batch(files: list[Path], states: dict[str, tuple[int, int, int]]) -> list[PlannedFile]:
-    """Which bytes of which files are new. Pure: the file sizes are read here, nothing else."""
+def plan_batch(files: list[Path], states: dict[str, FileState]) -> list[PlannedFile]:
+    """Which bytes of which files are new. Reads file metadata, and for a file that changed since
+    its last batch the head and tail of its ingested prefix (at most 128 KiB): nothing else.
+
+    A file is skipped while its size and mtime are what the last batch saw. Otherwise its
+    ingested prefix is compared with the fingerprint of what was ingested: unchanged, a plain file
+    has grown (read on from the end offset) or was only touched (skipped); changed, the file was
+    rewritten in place and is read whole again as a new version (its lines land again with their
+    new line numbers; silver, not bronze, deduplicates a transaction seen twice).
+    """
     planned = []
     for path in files:
-        size = path.stat().st_size
+        stat = path.stat()
+        size, modified_ns = stat.st_size, stat.st_mtime_ns
         compressed = path.name.endswith(".gz")
-        end_offset, lines, last_size = states.get(str(path), (0, 0, -1))
-        if size == last_size:
-            continue  # nothing new (at most an incomplete last line we already saw)
-        if compressed and last_size >= 0:
-            log.warning("%s: a compressed landing file changed after ingest; ignored", path)
+        state = states.get(str(path))
+        if state is None:
+            planned.append(
+                PlannedFile(
+                    str(path),
+                    compressed,
+                    0,
+                    size,
+                    1,
+                    modified_ns=modified_ns,
+                    planned_fingerprint=_whole_file_fingerprint(path, size)
+                    if compressed
+                    else fingerprint(b"", 0),
+                )
+            )
             continue
-        if not compressed and size < end_offset:
-            log.warning("%s: landing file shrank below what was ingested; ignored", path)
-            continue
-        planned.append(PlannedFile(str(path), compressed, end_offset, size, lines + 1))
+        if size == state.size_bound and modified_ns == state.modified_ns:
+            continue  # untouched (at most an incomplete last line we already saw)
+        if state.modified_ns is None and size == state.size_bound:
+            continue  # logged before mtimes were recorded: the size is all there is to compare
+        rewritten = _rewrite_of(path, size, compressed, state)
+        if rewritten is not None:
+            version = state.file_version + 1
+            note = (
+                f"{rewritten} since batch {state.last_batch_id}: "
+                f"read again from offset 0 as version {version}"
+            )
+            log.warning("%s: %s", path, note)
+            planned.append(
+                PlannedFile(
+                    str(path),
+                    compressed,
+                    0,
+                    size,
+                    1,
+                    file_version=version,
+                    modified_ns=modified_ns,
+                    planned_fingerprint=_whole_file_fingerprint(path, size)
+                    if compressed
+                    else fingerprint(b"", 0),
+                    note=note,
+                )
+            )
+        elif not compressed and size > state.size_bound:
+            planned.append(
+                PlannedFile(
+                    str(path),
+                    compressed,
+                    state.end_offset,
+                    size,
+                    state.lines + 1,
+                    file_version=state.file_version,
+                    modified_ns=modified_ns,
+                    planned_fingerprint=state.fingerprint,
+                )
+            )
+        # else: touched only (mtime changed, content the same): nothing new to read.
     return planned
 
 
+def _whole_file_fingerprint(path: Path, size: int) -> str | None:
+    return fingerprint_of_file(path, size)
+
+
+def _rewrite_of(path: Path, size: int, compressed: bool, state: FileState) -> str | None:
+    """Why the file is not the one its last batch read (it was rewritten in place), or None when
+    what was ingested of it is unchanged."""
+    if state.fingerprint is None:  # logged before fingerprints were recorded
+        if compressed:
+            return "compressed file changed (size or mtime) after it was ingested"
+        if size < state.end_offset:
+            return f"file shrank to {size} bytes, below the {state.end_offset} bytes ingested"
+        return None
+    covered = fingerprint_length(state.fingerprint)
+    if size < covered:
+        return f"file shrank to {size} bytes, below the {covered} bytes ingested"
+    if fingerprint_of_file(path, covered) != state.fingerprint:
+        if compressed:
+            return "compressed file rewritten (its content differs from what was ingested)"
+        return f"file rewritten in place (its first {covered} bytes differ from what was ingested)"
+    if compressed and size != covered:
+        return f"compressed file changed size from {covered} to {size} bytes after it was ingested"
+    return None
+
+
 LINES_SCHEMA = (
-    "source_file string, line_number long, byte_offset long, line string, line_bytes long"
+    "source_file string, line_number long, byte_offset long, line string, line_bytes long, "
+    "read_problem string, prefix_fingerprint string"
 )
 LINES_PER_ARROW_BATCH = 50_000
 
 
-def split_lines(
-    data: bytes, source_file: str, start_offset: int, first_line_number: int, compressed: bool
-) -> Iterator[tuple[str, int, int, str, int]]:
-    """The complete lines of ``data`` (read from ``start_offset``) with line numbers and offsets.
-
-    Bytes after the last newline are an incomplete line, kept for the next run; a compressed file
-    is complete by construction, so its last line counts even without a newline. Offsets count
-    raw bytes (a line that is not valid UTF-8 still moves the offset by its true length).
-    """
-    pieces = data.split(b"\n")
-    last = pieces.pop()
-    if compressed and last:
-        pieces.append(last)
-    offset = start_offset
-    for index, raw in enumerate(pieces):
-        text = raw.decode("utf-8", errors="replace")
-        yield (
-            source_file,
-            first_line_number + index,
-            offset,
-            text[:-1] if text.endswith("\r") else text,
-            len(raw) + 1,
-        )
-        offset += len(raw) + 1
-
-
 def _lines_of_files(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-    """mapInPandas: planned file rows -> line rows, in bounded Arrow batches."""
-    columns = ["source_file", "line_number", "byte_offset", "line", "line_bytes"]
+    """mapInPandas: planned file rows -> line rows, in bounded Arrow batches. The fingerprint of
+    what was read rides on the first line row of each file (NULL on the others)."""
+    columns = [*LandingLine._fields, "prefix_fingerprint"]
     for files in batches:
         for source_file, compressed, start_offset, size_bound, first_line, content in zip(
             files["source_file"].tolist(),
@@ -213,16 +338,25 @@ def _lines_of_files(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
             files["content"].tolist(),
             strict=True,
         ):
-            whole = bytes(content)
-            data = gzip.decompress(whole) if compressed else whole[start_offset:size_bound]
-            start = 0 if compressed else int(start_offset)
-            rows = split_lines(data, str(source_file), start, int(first_line), bool(compressed))
+            read_fingerprint, rows = lines_of_file(
+                bytes(content),
+                str(source_file),
+                bool(compressed),
+                int(start_offset),
+                int(size_bound),
+                int(first_line),
+            )
+            fingerprint_cell: str | None = read_fingerprint
             while chunk := list(itertools.islice(rows, LINES_PER_ARROW_BATCH)):
-                yield pd.DataFrame.from_records(chunk, columns=columns)
+                records: list[tuple[object, ...]] = [(*row, None) for row in chunk]
+                records[0] = (*chunk[0], fingerprint_cell)
+                fingerprint_cell = None
+                yield pd.DataFrame.from_records(records, columns=columns)
 
 
 def read_planned_lines(spark: SparkSession, plan: list[PlannedFile]) -> DataFrame:
-    """One row per complete line in the planned ranges: source_file, line_number, byte_offset, line.
+    """One row per complete line in the planned ranges: source_file, line_number, byte_offset,
+    line, line_bytes, read_problem, prefix_fingerprint (see ``bronze.lines``).
 
     Each file is split once, in a Python worker, into lines with running byte offsets (linear; no
     window over the file's lines). Plain files are cut to the planned byte range (a file may have
@@ -291,6 +425,42 @@ def _append_idempotent(frame: DataFrame, table: str, batch_id: int, schema: T.St
     ).saveAsTable(table)
 
 
+def _log_rows(
+    spark: SparkSession,
+    batch_id: int,
+    phase: str,
+    plan: list[PlannedFile],
+    results: list[FileResult] | None,
+    fingerprints: dict[str, str | None],
+    logged_at: datetime,
+) -> DataFrame:
+    """The ingest log rows of a batch: PLANNED (``results`` None) or COMMITTED."""
+    rows = []
+    for index, p in enumerate(plan):
+        result = results[index] if results is not None else None
+        rows.append(
+            (
+                batch_id,
+                phase,
+                p.source_file,
+                p.compressed,
+                p.start_offset,
+                p.size_bound,
+                p.first_line_number,
+                result.end_offset if result else None,
+                result.lines if result else None,
+                result.bronze_rows if result else None,
+                result.quarantined_rows if result else None,
+                logged_at,
+                p.file_version,
+                p.modified_ns,
+                fingerprints.get(p.source_file, p.planned_fingerprint),
+                p.note,
+            )
+        )
+    return spark.createDataFrame(rows, ingest_log_table_schema())
+
+
 def ingest(
     spark: SparkSession,
     catalog: Catalog,
@@ -315,27 +485,8 @@ def ingest(
             return IngestReport(None, False, ())
         last = spark.table(log_table).agg(F.max("batch_id")).collect()[0][0]
         batch_id = (last or 0) + 1
-        plan_rows = spark.createDataFrame(
-            [
-                (
-                    batch_id,
-                    "PLANNED",
-                    p.source_file,
-                    p.compressed,
-                    p.start_offset,
-                    p.size_bound,
-                    p.first_line_number,
-                    None,
-                    None,
-                    None,
-                    None,
-                    now,
-                )
-                for p in plan
-            ],
-            ingest_log_schema(),
-        )
-        _append_idempotent(plan_rows, log_table, batch_id * 2, ingest_log_schema())
+        plan_rows = _log_rows(spark, batch_id, "PLANNED", plan, None, {}, now)
+        _append_idempotent(plan_rows, log_table, batch_id * 2, ingest_log_table_schema())
     if crash_after == "plan":
         raise SimulatedCrash("after plan")
 
@@ -349,6 +500,7 @@ def ingest(
                 F.max(F.col("byte_offset") + F.col("line_bytes")).alias("end_offset"),
                 F.count(F.when(F.col("reason").isNull(), 1)).alias("bronze_rows"),
                 F.count(F.when(F.col("reason").isNotNull(), 1)).alias("quarantined_rows"),
+                F.max("prefix_fingerprint").alias("prefix_fingerprint"),
             )
             .collect()
         )
@@ -384,28 +536,17 @@ def ingest(
                 lines=row.lines if row else 0,
                 bronze_rows=row.bronze_rows if row else 0,
                 quarantined_rows=row.quarantined_rows if row else 0,
+                file_version=p.file_version,
+                note=p.note,
             )
         )
-    commit_rows = spark.createDataFrame(
-        [
-            (
-                batch_id,
-                "COMMITTED",
-                p.source_file,
-                p.compressed,
-                p.start_offset,
-                p.size_bound,
-                p.first_line_number,
-                r.end_offset,
-                r.lines,
-                r.bronze_rows,
-                r.quarantined_rows,
-                now,
-            )
-            for p, r in zip(plan, results, strict=True)
-        ],
-        ingest_log_schema(),
-    )
-    _append_idempotent(commit_rows, log_table, batch_id * 2 + 1, ingest_log_schema())
+    # A file with no new complete line keeps the fingerprint it was planned with.
+    fingerprints = {
+        source_file: row.prefix_fingerprint
+        for source_file, row in by_file.items()
+        if row.prefix_fingerprint is not None
+    }
+    commit_rows = _log_rows(spark, batch_id, "COMMITTED", plan, results, fingerprints, now)
+    _append_idempotent(commit_rows, log_table, batch_id * 2 + 1, ingest_log_table_schema())
     progress(f"batch {batch_id} committed")
     return IngestReport(batch_id, resumed, tuple(results))

@@ -43,7 +43,10 @@ def quarantine_table_schema() -> T.StructType:
 
 
 def ingest_log_schema() -> T.StructType:
-    """The ingest progress: a PLANNED row per file before any data is written, a COMMITTED row after."""
+    """The ingest progress: a PLANNED row per file before any data is written, a COMMITTED row after.
+
+    These are the columns every writer of the log supplies; the table also has the nullable
+    :func:`ingest_log_file_identity_fields` (see :func:`ingest_log_table_schema`)."""
     return T.StructType(
         [
             T.StructField("batch_id", T.LongType(), False),
@@ -60,3 +63,21 @@ def ingest_log_schema() -> T.StructType:
             T.StructField("logged_at", T.TimestampType(), False),
         ]
     )
+
+
+def ingest_log_file_identity_fields() -> list[T.StructField]:
+    """How the ingest tells a grown file from one rewritten in place. Added after the first
+    release: NULL in rows logged before (a table created then gets them by ALTER TABLE)."""
+    return [
+        # 1 for the first content seen under a file name, +1 each time it is found rewritten
+        T.StructField("file_version", T.LongType(), True),
+        T.StructField("modified_ns", T.LongType(), True),  # the file's mtime when planned
+        # "<length>:<sha256>" of the first and last 64 KiB of the ingested prefix (COMMITTED:
+        # [0, end_offset); compressed files: the whole file). See lakeapply.bronze.lines.
+        T.StructField("fingerprint", T.StringType(), True),
+        T.StructField("note", T.StringType(), True),  # e.g. why a file was read again from 0
+    ]
+
+
+def ingest_log_table_schema() -> T.StructType:
+    return T.StructType([*ingest_log_schema().fields, *ingest_log_file_identity_fields()])

@@ -1,7 +1,8 @@
 """Parse landing lines against the LCR contract and say precisely why a line is rejected.
 
-Pure DataFrame -> DataFrame: input has a ``line`` column; output adds ``lcr`` (the parsed struct),
-``field`` (the offending field, if any) and ``reason`` (NULL for a valid LCR).
+Pure DataFrame -> DataFrame: input has a ``line`` column (and optionally ``read_problem``, set by
+the reader when the line's bytes could not be read as text); output adds ``lcr`` (the parsed
+struct), ``field`` (the offending field, if any) and ``reason`` (NULL for a valid LCR).
 """
 
 from __future__ import annotations
@@ -33,13 +34,33 @@ _REQUIRED_BY_COMMAND = {
 
 
 def _raw(field: str) -> Column:
-    """The field's JSON text as written (NULL when absent or JSON null): from a second parse in
-    which every field is a string, so one parse serves every field's type check."""
+    """The field as written, a VARIANT (NULL when absent): from a second parse in which every
+    field is a VARIANT, so its JSON type is known (the typed parse turns ``"12"`` into a NULL
+    ``scn`` and ``12`` into the string ``source_database_name`` "12")."""
     return F.col("raw")[field]
 
 
+def _given(field: str) -> Column:
+    """The field is present and not JSON null."""
+    return _raw(field).isNotNull() & ~F.is_variant_null(_raw(field))
+
+
+def _json_type(value: Column) -> Column:
+    """STRING, BIGINT (any JSON integer in the 64-bit range; INT, SMALLINT, TINYINT for small
+    ones), DECIMAL(p,s), DOUBLE, BOOLEAN, OBJECT<...>, ARRAY<...> or VOID (JSON null)."""
+    return F.schema_of_variant(value)
+
+
+_JSON_INTEGER_TYPES = ("TINYINT", "SMALLINT", "INT", "BIGINT")
+
+
+def _as_written(value: Column, length: int = 60) -> Column:
+    """The first characters of a VARIANT as JSON text, for a reason."""
+    return F.substring(F.to_json(value), 1, length)
+
+
 def _raw_schema() -> T.StructType:
-    return T.StructType([T.StructField(f.name, T.StringType()) for f in LCR_FIELDS])
+    return T.StructType([T.StructField(f.name, T.VariantType()) for f in LCR_FIELDS])
 
 
 def _sql_list(values: tuple[str, ...]) -> str:
@@ -78,6 +99,46 @@ def _column_value_problem(array_field: str) -> tuple[Column, Column]:
     return values.isNotNull() & ((first_bad_name > 0) | (first_bad_type > 0)), reason
 
 
+def _column_value_json_type_problem(array_field: str) -> tuple[Column, Column]:
+    """(is bad, reason) for the first column value whose ``column_name`` is not a JSON string or
+    whose ``value`` is not a string, a number or null (the typed parse would keep an object's
+    JSON text, or ``true``, as the value's text)."""
+    elements = F.try_variant_get(_raw(array_field), "$", "array<variant>")
+
+    def member_type(element: Column, member: str) -> Column:
+        return _json_type(F.try_variant_get(element, f"$.{member}", "variant"))
+
+    def bad_name(element: Column) -> Column:
+        return F.coalesce(member_type(element, "column_name") != "STRING", F.lit(False))
+
+    def bad_value(element: Column) -> Column:
+        return F.coalesce(
+            member_type(element, "value").rlike("^(OBJECT|ARRAY|BOOLEAN)"), F.lit(False)
+        )
+
+    first_bad_name = F.array_position(F.transform(elements, bad_name), F.lit(True))
+    first_bad_value = F.array_position(F.transform(elements, bad_value), F.lit(True))
+
+    def written(index: Column, member: str) -> Column:
+        return _as_written(F.try_variant_get(elements[index - 1], f"$.{member}", "variant"))
+
+    reason = F.when(
+        first_bad_name > 0,
+        F.format_string(
+            f"{array_field}[%d].column_name must be a string, got %s",
+            first_bad_name - 1,
+            written(first_bad_name, "column_name"),
+        ),
+    ).otherwise(
+        F.format_string(
+            f"{array_field}[%d].value must be a string, a number or null, got %s",
+            first_bad_value - 1,
+            written(first_bad_value, "value"),
+        )
+    )
+    return elements.isNotNull() & ((first_bad_name > 0) | (first_bad_value > 0)), reason
+
+
 def classify_lines(lines: DataFrame) -> DataFrame:
     """Add ``lcr``, ``field`` and ``reason`` to a DataFrame of landing lines."""
     parsed = lines.withColumn(
@@ -88,18 +149,29 @@ def classify_lines(lines: DataFrame) -> DataFrame:
     is_ddl = command.isin(*DDL_COMMANDS)
 
     # (condition, field, reason) in the order a reader would check them; the first match wins.
-    checks: list[tuple[Column, str | None, Column]] = [
+    checks: list[tuple[Column, str | None, Column]] = []
+    if "read_problem" in lines.columns:
+        # Set by the reader (lakeapply.bronze.lines): bytes that are not UTF-8, a file that
+        # cannot be decompressed. It says more than any JSON check could.
+        checks.append((F.col("read_problem").isNotNull(), None, F.col("read_problem")))
+    checks += [
         (F.trim(F.col("line")) == "", None, F.lit("empty line")),
         (
-            F.col("line").contains("\ufffd"),
+            F.col("line").startswith("\ufeff"),
             None,
-            F.lit("line is not valid UTF-8 (bytes replaced by U+FFFD)"),
+            F.lit(
+                "line starts with a UTF-8 byte order mark (BOM), which is only allowed at the "
+                "start of a file"
+            ),
         ),
         (
             ~F.col("line").rlike(r"^\s*\{") | F.json_object_keys(F.col("line")).isNull(),
             None,
             F.concat(
-                F.lit("not a JSON object (invalid or truncated JSON): "),
+                F.lit(
+                    "not a JSON object (invalid or truncated JSON, or nested deeper than the "
+                    "JSON parser allows): "
+                ),
                 F.substring(F.col("line"), 1, 80),
             ),
         ),
@@ -108,7 +180,7 @@ def classify_lines(lines: DataFrame) -> DataFrame:
         if field.required:
             checks.append(
                 (
-                    _raw(field.name).isNull(),
+                    ~_given(field.name),
                     field.name,
                     F.lit(
                         f"required field '{field.name}' is missing or null (expected {field.kind})"
@@ -116,22 +188,23 @@ def classify_lines(lines: DataFrame) -> DataFrame:
                 )
             )
     for field in LCR_FIELDS:
-        raw = _raw(field.name)
+        json_type = _json_type(_raw(field.name))
         if field.kind == "integer":
-            bad = raw.isNotNull() & ~raw.rlike(r"^-?[0-9]+$")
-            expected = "an integer"
+            bad = ~json_type.isin(*_JSON_INTEGER_TYPES)
+            expected = "an integer (a JSON number without fraction or exponent, 64-bit)"
         elif field.kind == "column_values":
-            bad = raw.isNotNull() & ~raw.rlike(r"^\s*\[")
+            bad = ~json_type.startswith("ARRAY")
             expected = "an array of column values"
         else:
-            bad = raw.isNotNull() & raw.rlike(r"^\s*[\[{]")
+            bad = json_type != "STRING"
             expected = "a string"
         checks.append(
             (
-                bad,
+                _given(field.name) & bad,
                 field.name,
                 F.concat(
-                    F.lit(f"field '{field.name}' must be {expected}, got "), F.substring(raw, 1, 60)
+                    F.lit(f"field '{field.name}' must be {expected}, got "),
+                    _as_written(_raw(field.name)),
                 ),
             )
         )
@@ -173,7 +246,7 @@ def classify_lines(lines: DataFrame) -> DataFrame:
     for array_field in ("old_values", "new_values"):
         checks.append(
             (
-                _raw(array_field).isNotNull() & F.col("lcr")[array_field].isNull(),
+                _given(array_field) & F.col("lcr")[array_field].isNull(),
                 array_field,
                 F.lit(
                     f"field '{array_field}' must be an array of column values "
@@ -213,6 +286,8 @@ def classify_lines(lines: DataFrame) -> DataFrame:
         )
     )
     for array_field in ("old_values", "new_values"):
+        bad, element_reason = _column_value_json_type_problem(array_field)
+        checks.append((bad, array_field, element_reason))
         bad, element_reason = _column_value_problem(array_field)
         checks.append((bad, array_field, element_reason))
 
