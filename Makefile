@@ -25,9 +25,18 @@ setup: $(STAMP) ## Create .venv and install lakeapply with its dev and dbt extra
 run: $(STAMP) ## Demo on the embedded default: generate LCRs -> bronze -> silver -> gold, then summarize
 	$(BIN)/lakeapply --warehouse $(WAREHOUSE) run --landing $(LANDING)
 
+# The CI tier: static checks, then every test not marked slow or soak (well under 40 minutes).
 .PHONY: test
-test: $(STAMP) ## Run the whole test suite
-	$(BIN)/pytest -q
+test: check ## Static checks + the test suite (what CI runs)
+	$(BIN)/pytest -q -m "not slow and not soak"
+
+.PHONY: test-slow
+test-slow: $(STAMP) ## Wide property runs: the differential at >= 300 workloads (about an hour)
+	$(BIN)/pytest -q -m slow
+
+.PHONY: soak
+soak: $(STAMP) ## Crash soak: >= 100 seeded SIGKILLs of real ingest/apply processes
+	$(BIN)/pytest -q -m soak
 
 BENCH_STAMP := $(VENV)/.bench-installed
 BENCH_ARGS ?=

@@ -5,7 +5,7 @@
     run for another prefix (e.g. a test catalog) never writes into the default one.
 #}
 {% macro generate_schema_name(custom_schema_name, node) -%}
-    {%- set gold_schema = var('lakeapply_prefix', 'lakeapply') ~ '_gold' -%}
+    {%- set gold_schema = lakeapply_prefix() ~ '_gold' -%}
     {%- if custom_schema_name is none -%}
         {{ gold_schema }}
     {%- else -%}

@@ -1,4 +1,4 @@
 {#- The name of one of lakeapply's databases: lakeapply_schema('apply') -> <prefix>_apply. -#}
 {% macro lakeapply_schema(layer) -%}
-    {{ var('lakeapply_prefix', 'lakeapply') ~ '_' ~ layer }}
+    {{ lakeapply_prefix() ~ '_' ~ layer }}
 {%- endmacro %}

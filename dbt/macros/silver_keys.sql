@@ -78,17 +78,14 @@
             ) -%}
             {%- if relation is not none and key and check_id not in seen -%}
                 {%- do seen.append(check_id) -%}
-                {%- set quoted = [] -%}
-                {%- for column in key -%}
-                    {%- do quoted.append(adapter.quote(column)) -%}
-                {%- endfor -%}
+                {%- set quoted = lakeapply_quote_identifiers(key) -%}
                 {%- set check -%}
     select
-        '{{ dbt.escape_single_quotes(row[4]) }}' as silver_table,
-        '{{ dbt.escape_single_quotes(key | join(", ")) }}' as key_columns,
+        {{ lakeapply_string_literal(row[4]) }} as silver_table,
+        {{ lakeapply_string_literal(key | join(", ")) }} as key_columns,
         to_json(struct({{ quoted | join(', ') }})) as key_value,
         count(*) as occurrences
-    from {{ relation }}
+    from {{ lakeapply_quote_identifier(relation.schema) }}.{{ lakeapply_quote_identifier(relation.identifier) }}
     group by {{ quoted | join(', ') }}
     having count(*) > 1
                 {%- endset -%}

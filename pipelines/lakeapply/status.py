@@ -33,7 +33,7 @@ class StatusReport:
 
 
 def _exists(spark: SparkSession, qualified: str) -> bool:
-    return bool(spark.catalog.tableExists(qualified.replace("`", "")))
+    return bool(spark.catalog.tableExists(qualified))
 
 
 def collect_status(spark: SparkSession, catalog: Catalog) -> StatusReport:

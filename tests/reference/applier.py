@@ -53,7 +53,7 @@ D9  ``initial_rows``: a missing column is NULL (a copy, not an insert: no defaul
     key or an unknown column or silver table is a ValueError.
 D10 DDL LCRs obey the tag rule only (no table rule, no instantiation SCN) and are recorded in
     ``ddl`` when their transaction is applied; they never change the tables here.
-D11 LOB piecewise commands (LOB WRITE/ERASE/TRIM) are not modelled: NotImplementedError.
+D11 LOB piecewise commands (LOB WRITE/ERASE/TRIM) are not applied yet: ORA-03001.
 D12 Malformed input beyond the JSON Schema's reach (a column twice in one image, two COMMITs
     with different SCNs) is a ValueError, not a guess.
 
@@ -450,8 +450,12 @@ def reference_apply(
             result.errors.append(outcome)
             result.counters["errors"] += 1
             if settings.disable_on_error:
-                result.aborted = True  # nothing from here on is applied
-                not_fully_applied += committed[index:]
+                # Rule 9: the aborting transaction is processed (queued; below the watermark);
+                # nothing after it is.
+                result.aborted = True
+                result.low_watermark[transaction.source_database] = transaction.commit_scn
+                result.high_watermark[transaction.source_database] = transaction.commit_scn
+                not_fully_applied += committed[index + 1 :]
                 break
         elif outcome.ignored:
             result.counters["ignored"] += 1  # D3
@@ -465,8 +469,8 @@ def reference_apply(
         # Rule 9, FULL: applied transactions are a prefix of CSCN order, low = high watermark.
         result.low_watermark[transaction.source_database] = transaction.commit_scn
         result.high_watermark[transaction.source_database] = transaction.commit_scn
-    # Rule 9: oldest SCN = the earliest SCN of transactions not yet fully applied (open ones,
-    # and after an abort the failing one and everything committed after it).
+    # Rule 9: oldest SCN = the earliest SCN of transactions not yet processed (open ones, and
+    # after an abort everything committed after the failing one).
     for transaction in not_fully_applied:
         database, first_scn = transaction.source_database, transaction.first_scn
         assert first_scn is not None
@@ -565,9 +569,9 @@ def _key_text(columns: tuple[str, ...], *images: list[dict[str, Any]]) -> str:
 def _apply_row_lcr(table: DestinationTable, rows: dict[Key, Row], lcr: dict[str, Any]) -> None:
     """Apply one row LCR to ``rows`` (one destination table), or raise ApplyRowError."""
     command = lcr["command_type"]
-    if command in LOB_COMMANDS:
-        raise NotImplementedError(f"{command}: LOB piecewise operations are not modelled (D11)")
     definition = table.definition
+    if command in LOB_COMMANDS:  # D11
+        raise _ora(3001, f"unimplemented feature: {command} on {definition.qualified_name}")
     key_columns = table.effective_key
     old_image = _image(lcr, "old_values") if command in ("UPDATE", "DELETE") else []  # D5
     new_image = _image(lcr, "new_values") if command in ("INSERT", "UPDATE") else []

@@ -1157,21 +1157,21 @@ def test_disable_on_error_stops_the_apply_at_the_first_error_transaction() -> No
     assert result.applied_transactions == []
     assert result.counters["applied"] == 0
     assert result.counters["errors"] == 1
-    assert result.low_watermark == result.high_watermark == {DB: None}
-    assert result.oldest_scn == {DB: 100}  # the failing transaction must be read again
+    # Rule 9: the failing transaction is processed (in the queue, below the watermark); the
+    # earliest transaction not processed is 2.2.2 (first SCN 103).
+    assert result.low_watermark == result.high_watermark == {DB: 102}
+    assert result.oldest_scn == {DB: 103}
 
 
-def test_after_an_abort_the_watermarks_stay_at_the_last_transaction_before_the_failing_one() -> (
-    None
-):
+def test_after_an_abort_the_watermarks_pass_the_failing_transaction_and_stop_there() -> None:
     result = reference_apply(
         apply_settings(),
         [insert("0.0.1", 90, BOB), commit("0.0.1", 91), *T1_FAILS_AFTER_INSERTING_5],
     )
     assert result.aborted
     assert list(accounts(result)) == [(2,)]
-    assert result.low_watermark == {DB: 91}
-    assert result.oldest_scn == {DB: 100}
+    assert result.low_watermark == {DB: 102}
+    assert result.oldest_scn == {DB: 103}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1261,10 +1261,10 @@ def test_initial_rows_that_cannot_be_loaded_are_refused(initial_rows: Any) -> No
         reference_apply(apply_settings(), [], initial_rows=initial_rows)
 
 
-def test_lob_piecewise_operations_are_not_modelled() -> None:
+def test_a_lob_piecewise_operation_fails_its_transaction_as_unimplemented() -> None:
     lob_write = row_lcr("LOB WRITE", "1.1.1", 100, new={"ID": "1"}, lob_offset=1)
-    with pytest.raises(NotImplementedError):
-        reference_apply(apply_settings(), [lob_write, commit("1.1.1", 101)])
+    result = reference_apply(apply_settings(), [lob_write, commit("1.1.1", 101)])
+    assert only_error(result).error_number == 3001
 
 
 def test_two_commits_at_different_scns_are_refused() -> None:

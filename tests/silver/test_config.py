@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from lakeapply.errors import ConfigurationError
 from lakeapply.landing.generator import synthetic_table_definitions
 from lakeapply.silver.config import load_config
 from lakeapply.silver.settings import CommitSerialization, ConflictResolution
+from lakeapply.silver.validation import validate_settings
 
 REPO = SCHEMAS_DIR.parent
 SAMPLE = REPO / "lakeapply.yml"
@@ -191,7 +193,7 @@ def test_an_unknown_compare_old_values_column_is_an_error(tmp_path: Path) -> Non
     process = _process(tables=[_table(compare_old_values=[entry])])
     _fails(
         tmp_path,
-        "apply_processes/0/tables/0/compare_old_values/0/columns",
+        "apply_processes/0/tables/0/compare_old_values",
         r"unknown column\(s\) \['NICKNAME'\]",
         process,
     )
@@ -284,4 +286,20 @@ def test_an_instantiation_scn_for_an_unlisted_source_database_is_an_error(tmp_pa
         "apply_processes/0/instantiation/global/0/source_database",
         r"source database 'DBS9' is not one of",
         process,
+    )
+
+
+def test_the_admin_api_and_the_yaml_loader_share_one_validator(tmp_path: Path) -> None:
+    (settings,) = _load(tmp_path)
+    bad = replace(settings, tables=(replace(settings.tables[0], key_columns=("NICKNAME",)),))
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape("apply process 'APPLY_TEST': tables/0/key_columns: unknown column(s)"),
+    ):
+        validate_settings(bad)
+    _fails(
+        tmp_path,
+        "apply_processes/0/tables/0/key_columns",
+        r"unknown column\(s\) \['NICKNAME'\]",
+        _process(tables=[_table(key_columns=["NICKNAME"])]),
     )

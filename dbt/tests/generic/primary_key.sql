@@ -4,7 +4,8 @@
     model is tested without doubling the test count. Returns one row per failing key value.
 #}
 {%- test primary_key(model, column_names) -%}
-{%- set key_columns = column_names | join(', ') %}
+{%- set quoted = lakeapply_quote_identifiers(column_names) -%}
+{%- set key_columns = quoted | join(', ') %}
 select
     {{ key_columns }},
     count(*) as occurrences
@@ -12,5 +13,5 @@ from {{ model }}
 group by {{ key_columns }}
 having
     count(*) > 1
-    or {{ column_names | join(' is null or ') }} is null
+    or {{ quoted | join(' is null or ') }} is null
 {% endtest %}

@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+import json
+import re
+import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
-from lakeapply.contract.identifiers import quote, quote_qualified, validate_spark_name
+from lakeapply.contract.identifiers import (
+    needs_column_mapping,
+    quote,
+    quote_qualified,
+    split_qualified,
+    validate_spark_name,
+)
+from lakeapply.errors import LakeapplyError
 
 
 @dataclass(frozen=True)
@@ -42,20 +55,120 @@ class Catalog:
         return quote_qualified(self.apply, name)
 
 
+# Delta column mapping by name: the logical (Oracle) column names live in the Delta log only,
+# the Parquet files use generated physical names. Needs reader 2 / writer 5.
+COLUMN_MAPPING_OPTIONS = {
+    "delta.columnMapping.mode": "name",
+    "delta.minReaderVersion": "2",
+    "delta.minWriterVersion": "5",
+}
+
+# A committed Delta version: a commit file, a checkpoint or a compacted commit range.
+_COMMITTED = re.compile(r"^\d{20}\.(json|checkpoint(\.\d+\.\d+)?(\.[0-9a-f-]+)?\.(parquet|json))$")
+_COMPACTED = re.compile(r"^\d{20}\.\d{20}\.compacted\.json$")
+
+
+class TableLocationError(LakeapplyError):
+    """A table's location holds data but the metastore does not know the table."""
+
+
 def ensure_database(spark: SparkSession, database: str) -> None:
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote(database)}")
+
+
+def _field_names(data_type: T.DataType) -> Iterator[str]:
+    if isinstance(data_type, T.StructType):
+        for field in data_type.fields:
+            yield field.name
+            yield from _field_names(field.dataType)
+    elif isinstance(data_type, T.ArrayType):
+        yield from _field_names(data_type.elementType)
+    elif isinstance(data_type, T.MapType):
+        yield from _field_names(data_type.keyType)
+        yield from _field_names(data_type.valueType)
+
+
+def schema_needs_column_mapping(schema: T.StructType) -> bool:
+    """True when any (nested) column name needs Delta column mapping."""
+    return any(needs_column_mapping(name) for name in _field_names(schema))
 
 
 def ensure_delta_table(
     spark: SparkSession, qualified_name: str, schema: T.StructType, comment: str = ""
 ) -> None:
-    """Create an empty Delta table with ``schema`` unless it exists."""
-    if spark.catalog.tableExists(qualified_name.replace("`", "")):
+    """Create an empty Delta table with ``schema`` unless it exists.
+
+    ``qualified_name`` is a quoted database.table (:meth:`Catalog.silver_table` and friends).
+    Column names that need it (spaces, ``;``, ``(``, ``=``, ``,``, dots, unicode, ...) make the
+    table use Delta column mapping (name mode). Creation is crash-safe: a creation killed midway
+    leaves a directory at the table's location that is not a table the metastore knows; it is
+    removed first when it holds no data (no committed version, or committed versions that never
+    added a file), and a clear error names it otherwise.
+    """
+    if spark.catalog.tableExists(qualified_name):
         return
-    (
+    location = _managed_location(spark, qualified_name)
+    if location is not None:
+        remove_interrupted_creation(location, qualified_name)
+    writer = (
         spark.createDataFrame([], schema)
         .write.format("delta")
         .option("description", comment)
         .mode("ignore")
-        .saveAsTable(qualified_name)
     )
+    if schema_needs_column_mapping(schema):
+        writer = writer.options(**COLUMN_MAPPING_OPTIONS)
+    writer.saveAsTable(qualified_name)
+
+
+def _managed_location(spark: SparkSession, qualified_name: str) -> Path | None:
+    """The local folder a managed table ``database.table`` is created in; None when the database
+    is not on the local file system (then the metastore, not lakeapply, owns the location)."""
+    parts = split_qualified(qualified_name)
+    if len(parts) != 2:
+        return None
+    database, table = parts
+    uri = spark.catalog.getDatabase(database).locationUri
+    parsed = urlparse(uri)
+    if parsed.scheme not in ("file", ""):
+        return None
+    return Path(unquote(parsed.path)) / table.lower()
+
+
+def _committed_files(log: Path) -> list[Path]:
+    if not log.is_dir():
+        return []
+    return sorted(
+        path for path in log.iterdir() if _COMMITTED.match(path.name) or _COMPACTED.match(path.name)
+    )
+
+
+def _adds_data(commit: Path) -> bool:
+    """True unless ``commit`` is a JSON commit whose actions add no file."""
+    if not commit.name.endswith(".json"):
+        return True  # a checkpoint: only written for tables with history; keep
+    for line in commit.read_text(encoding="utf-8").splitlines():
+        if line.strip() and "add" in json.loads(line):
+            return True
+    return False
+
+
+def remove_interrupted_creation(location: Path, qualified_name: str) -> bool:
+    """Remove what a killed table creation left at ``location`` (the table is not in the
+    metastore). Only a folder without data goes: no committed Delta version (stray files, a
+    ``_delta_log`` without a commit), or committed versions that add no file (an empty table
+    whose metastore entry was never written). A folder with data raises TableLocationError.
+    True when something was removed."""
+    if not location.exists():
+        return False
+    committed = _committed_files(location / "_delta_log")
+    if any(_adds_data(commit) for commit in committed):
+        raise TableLocationError(
+            f"table {qualified_name} is not in the metastore but its location {location} holds "
+            "a Delta table with data: register it or move it away, lakeapply will not delete it"
+        )
+    if location.is_dir():
+        shutil.rmtree(location)
+    else:
+        location.unlink()
+    return True

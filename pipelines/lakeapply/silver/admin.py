@@ -24,7 +24,7 @@ from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from lakeapply.contract.identifiers import quote, validate_oracle_identifier
+from lakeapply.contract.identifiers import quote, sql_string_literal, validate_oracle_identifier
 from lakeapply.contract.table_definitions import TableDefinition, table_definition_from_dict
 from lakeapply.errors import ConfigurationError
 from lakeapply.runtime.catalog import Catalog
@@ -36,6 +36,14 @@ from lakeapply.silver.settings import (
     ConflictResolution,
     DestinationTable,
     UpdateConflictHandler,
+)
+from lakeapply.silver.validation import (
+    OPERATIONS,
+    check_columns,
+    check_scn,
+    check_source,
+    problem_in_apply_process,
+    validate_settings,
 )
 
 __all__ = [
@@ -64,7 +72,6 @@ PARAMETERS = (
     "MAX_ERROR_PASSES",
     "DISCARD_TAGGED",
 )
-OPERATIONS = ("UPDATE", "DELETE")
 EXPORT_FORMATS = ("parquet", "csv", "json")
 _YES_NO = {"Y": True, "N": False}
 
@@ -116,7 +123,7 @@ def table_definition_from_json(text: str, origin: str) -> TableDefinition:
 
 
 def _fail(apply_name: str, where: str, message: str) -> ConfigurationError:
-    return ConfigurationError(f"apply process {apply_name!r}: {where}: {message}")
+    return problem_in_apply_process(apply_name)(where, message)
 
 
 def _check_apply_name(apply_name: str) -> str:
@@ -124,105 +131,22 @@ def _check_apply_name(apply_name: str) -> str:
 
 
 def _check_source(settings: ApplySettings, source_database: str, where: str) -> None:
-    if source_database not in settings.source_databases:
-        raise _fail(
-            settings.apply_name,
-            where,
-            f"source database {source_database!r} is not one of the apply "
-            f"process's source_databases {list(settings.source_databases)}",
-        )
+    check_source(settings, source_database, where, problem_in_apply_process(settings.apply_name))
 
 
 def _check_columns(
     apply_name: str, definition: TableDefinition, columns: Iterable[str], where: str
 ) -> None:
-    missing = [column for column in columns if column not in definition.column_names]
-    if missing:
-        raise _fail(
-            apply_name, where, f"unknown column(s) {missing} (not in {definition.qualified_name})"
-        )
+    check_columns(definition, columns, where, problem_in_apply_process(apply_name))
 
 
 def _check_scn(apply_name: str, scn: int | None, where: str) -> None:
-    if scn is not None and (isinstance(scn, bool) or not isinstance(scn, int) or scn < 0):
-        raise _fail(apply_name, where, f"an SCN must be a non-negative integer, not {scn!r}")
-
-
-def validate_settings(settings: ApplySettings) -> None:
-    """Every semantic check ``lakeapply.yml`` gets, on settings however they were built."""
-    name = _check_apply_name(settings.apply_name)
-    if not settings.source_databases:
-        raise _fail(name, "source_databases", "an apply process needs a source database")
-    if settings.max_cycle_batches < 1 or settings.max_error_passes < 1:
-        raise _fail(name, "parameters", "MAX_CYCLE_BATCHES and MAX_ERROR_PASSES must be >= 1")
-    for database, _owner, scn in settings.schema_instantiation_scns:
-        _check_source(settings, database, "instantiation/schemas")
-        _check_scn(name, scn, "instantiation/schemas")
-    for database, scn in settings.global_instantiation_scns:
-        _check_source(settings, database, "instantiation/global")
-        _check_scn(name, scn, "instantiation/global")
-    silver_tables: set[str] = set()
-    source_objects: set[tuple[str, str, str]] = set()
-    for table in settings.tables:
-        where = f"{table.definition.qualified_name} from {table.source_database}"
-        _check_source(settings, table.source_database, where)
-        if table.silver_table in silver_tables:
-            raise _fail(name, where, f"duplicate silver_table {table.silver_table!r}")
-        silver_tables.add(table.silver_table)
-        if table.source_object in source_objects:
-            raise _fail(name, where, "the source object is listed twice")
-        source_objects.add(table.source_object)
-        definition = table.definition
-        _check_columns(name, definition, table.key_columns, f"{where}: key_columns")
-        _check_scn(name, table.instantiation_scn, f"{where}: instantiation_scn")
-        _check_scn(name, table.ignore_scn, f"{where}: ignore_scn")
-        if (
-            table.instantiation_scn is not None
-            and table.ignore_scn is not None
-            and table.instantiation_scn < table.ignore_scn
-        ):
-            raise _fail(
-                name,
-                f"{where}: instantiation_scn",
-                f"the instantiation SCN cannot be set below the object's ignore SCN "
-                f"({table.instantiation_scn} < {table.ignore_scn})",
-            )
-        _check_columns(
-            name,
-            definition,
-            sorted(column for column, _ in table.uncompared_columns),
-            f"{where}: compare_old_values",
-        )
-        bad_operations = sorted({op for _, op in table.uncompared_columns if op not in OPERATIONS})
-        if bad_operations:
-            raise _fail(
-                name,
-                f"{where}: compare_old_values",
-                f"unknown operation(s) {bad_operations} (UPDATE or DELETE)",
-            )
-        handled: dict[str, int] = {}
-        for index, handler in enumerate(table.update_conflict_handlers):
-            handler_where = f"{where}: update_conflict_handlers/{index}"
-            _check_columns(name, definition, handler.column_list, f"{handler_where}/column_list")
-            for column in handler.column_list:
-                if column in handled:
-                    raise _fail(
-                        name,
-                        f"{handler_where}/column_list",
-                        f"column {column!r} is already in update conflict handler "
-                        f"update_conflict_handlers/{handled[column]}",
-                    )
-                handled[column] = index
+    check_scn(scn, where, problem_in_apply_process(apply_name))
 
 
 # --------------------------------------------------------------------------------------------
 # Publish and load
 # --------------------------------------------------------------------------------------------
-
-
-def _sql_string(value: str) -> str:
-    """A Spark SQL string literal (default parser: backslash escapes)."""
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def _replace_rows(
@@ -235,7 +159,7 @@ def _replace_rows(
         .coalesce(1)
         .write.format("delta")
         .mode("overwrite")
-        .option("replaceWhere", f"apply_name = {_sql_string(apply_name)}")
+        .option("replaceWhere", f"apply_name = {sql_string_literal(apply_name)}")
         .saveAsTable(catalog.apply_table(name))
     )
 
@@ -386,7 +310,7 @@ def load_settings(spark: SparkSession, catalog: Catalog, apply_name: str) -> App
     missing = ConfigurationError(
         f"apply process {name!r} does not exist in {catalog.apply} (publish its settings first)"
     )
-    processes_table = catalog.apply_table(dictionary.APPLY_PROCESSES).replace("`", "")
+    processes_table = catalog.apply_table(dictionary.APPLY_PROCESSES)
     if not spark.catalog.tableExists(processes_table):
         raise missing
     processes = _rows(spark, catalog, dictionary.APPLY_PROCESSES, name)

@@ -32,7 +32,7 @@ from pyspark.sql import types as T
 
 from lakeapply.bronze.ingest import ensure_bronze_tables
 from lakeapply.bronze.tables import LCR_TABLE, lcr_table_schema
-from lakeapply.contract.identifiers import quote
+from lakeapply.contract.identifiers import quote, sql_string_literal
 from lakeapply.contract.oracle_types import TypeFamily
 from lakeapply.contract.table_definitions import ColumnDefinition
 from lakeapply.errors import ApplyAbortedError
@@ -800,7 +800,7 @@ def apply_cycle(
         *[F.col(quote(f.name)) for f in lcr_table_schema().fields],
     )
     new_spill.write.format("delta").mode("overwrite").option(
-        "replaceWhere", f"apply_name = '{apply_name.replace(chr(39), '')}'"
+        "replaceWhere", f"apply_name = {sql_string_literal(apply_name)}"
     ).option("txnAppId", f"{app}:spill").option("txnVersion", plan.cycle_id).saveAsTable(
         catalog.apply_table(dictionary.SPILL)
     )
@@ -810,23 +810,14 @@ def apply_cycle(
     progress("spill written")
     # --- progress, status, and the cycle's commit ---------------------------------------------
     previous = _previous_progress(spark, catalog, settings, plan.cycle_id)
-    # The aborted transaction is in the error queue, but the watermark stays below it until the
-    # apply is started again (the reference's "last processed before the failing one").
-    behind_watermark = F.lit(True)
-    if aborted_error is not None:
-        behind_watermark = ~(
-            (F.col("source_database_name") == aborted_error.source_database_name)
-            & (F.col("transaction_id") == aborted_error.transaction_id)
-        )
-    watermark_scn = F.when(behind_watermark, F.col("commit_scn"))
     per_source = {
         r.source_database_name: r
         for r in processed.groupBy("source_database_name")
         .agg(
-            F.max(watermark_scn).alias("lwm"),
-            F.max_by(F.when(behind_watermark, F.col("commit_source_time")), watermark_scn).alias(
-                "lwm_time"
-            ),
+            # Rule 9: every processed transaction, error ones included (a restart never runs
+            # a queued transaction again, so the watermark passes it in both modes).
+            F.max("commit_scn").alias("lwm"),
+            F.max_by("commit_source_time", "commit_scn").alias("lwm_time"),
             F.count(F.when(F.col("outcome") == "APPLIED", 1)).alias("applied"),
             F.count(F.when(F.col("outcome") == "IGNORED", 1)).alias("ignored"),
             F.count(F.when(F.col("outcome") == "ERROR", 1)).alias("errors"),
@@ -845,13 +836,8 @@ def apply_cycle(
         )
         .collect()
     }
+    # Oldest SCN: the earliest transaction not yet processed (open, or after the cut).
     pending = transactions.join(keep, ["source_database_name", "transaction_id"], "left_semi")
-    if aborted_error is not None:
-        aborted_transaction = transactions.where(
-            (F.col("source_database_name") == aborted_error.source_database_name)
-            & (F.col("transaction_id") == aborted_error.transaction_id)
-        )
-        pending = pending.unionByName(aborted_transaction)
     oldest = {
         r.source_database_name: r
         for r in pending.groupBy("source_database_name")
@@ -871,6 +857,12 @@ def apply_cycle(
             if now_source
             else (before.low_watermark_time if before else None)
         )
+        if (
+            before is not None
+            and before.low_watermark is not None
+            and (lwm is None or lwm < before.low_watermark)
+        ):  # a watermark never moves back
+            lwm, lwm_time = before.low_watermark, before.low_watermark_time
         got, rolled = received.get(source, (0, 0))
         counts = {
             "received": got,

@@ -47,7 +47,7 @@ final as (
         error_messages.object_name as SOURCE_OBJECT_NAME,
         case
             when destination_tables.silver_table is not null
-                then '{{ lakeapply_schema("silver") }}'
+                then {{ lakeapply_string_literal(lakeapply_schema("silver")) }}
         end as OBJECT_OWNER,
         destination_tables.silver_table as OBJECT_NAME,
         error_messages.position as POSITION,

@@ -1,0 +1,132 @@
+"""The one semantic validator of apply settings, whoever built them.
+
+``lakeapply.yml`` (``silver/config.py``) and the admin API (``silver/admin.py``) both end in
+:class:`ApplySettings`; both run :func:`validate_settings` on the result, so a rule the JSON schema
+cannot express (a key column the table lacks, an instantiation SCN below the ignore SCN, a column
+in two update conflict handlers, ...) is written once. Each problem is reported at a path of the
+``lakeapply.yml`` format (``tables/1/key_columns``), which the YAML loader prefixes with its file
+and process (``apply_processes/0/``) and the admin API with the apply process name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from lakeapply.contract.identifiers import validate_oracle_identifier
+from lakeapply.contract.table_definitions import TableDefinition
+from lakeapply.errors import ConfigurationError
+from lakeapply.silver.settings import ApplySettings
+
+# The operations COMPARE_OLD_VALUES applies to.
+OPERATIONS = ("UPDATE", "DELETE")
+
+# (path, message) -> the error to raise; the caller decides how a path is shown.
+Fail = Callable[[str, str], ConfigurationError]
+
+
+def problem_in_apply_process(apply_name: str) -> Fail:
+    """The admin API's form: ``apply process 'X': tables/0/key_columns: message``."""
+
+    def fail(where: str, message: str) -> ConfigurationError:
+        return ConfigurationError(f"apply process {apply_name!r}: {where}: {message}")
+
+    return fail
+
+
+def check_scn(scn: int | None, where: str, fail: Fail) -> None:
+    if scn is not None and (isinstance(scn, bool) or not isinstance(scn, int) or scn < 0):
+        raise fail(where, f"an SCN must be a non-negative integer, not {scn!r}")
+
+
+def check_source(settings: ApplySettings, source_database: str, where: str, fail: Fail) -> None:
+    if source_database not in settings.source_databases:
+        raise fail(
+            where,
+            f"source database {source_database!r} is not one of the apply "
+            f"process's source_databases {list(settings.source_databases)}",
+        )
+
+
+def check_columns(
+    definition: TableDefinition, columns: Iterable[str], where: str, fail: Fail
+) -> None:
+    missing = [column for column in columns if column not in definition.column_names]
+    if missing:
+        raise fail(where, f"unknown column(s) {missing} (not in {definition.qualified_name})")
+
+
+def validate_settings(settings: ApplySettings, fail: Fail | None = None, at: str = "") -> None:
+    """Raise the first problem of ``settings``; ``at`` prefixes every path (and the paths that
+    messages name, e.g. the other entry of a duplicate)."""
+    fail = fail or problem_in_apply_process(settings.apply_name)
+    validate_oracle_identifier(settings.apply_name, "apply process name")
+    if not settings.source_databases:
+        raise fail(f"{at}source_databases", "an apply process needs a source database")
+    if settings.max_cycle_batches < 1 or settings.max_error_passes < 1:
+        raise fail(f"{at}parameters", "MAX_CYCLE_BATCHES and MAX_ERROR_PASSES must be >= 1")
+    for index, (database, _owner, scn) in enumerate(settings.schema_instantiation_scns):
+        where = f"{at}instantiation/schemas/{index}"
+        check_source(settings, database, f"{where}/source_database", fail)
+        check_scn(scn, f"{where}/scn", fail)
+    for index, (database, scn) in enumerate(settings.global_instantiation_scns):
+        where = f"{at}instantiation/global/{index}"
+        check_source(settings, database, f"{where}/source_database", fail)
+        check_scn(scn, f"{where}/scn", fail)
+    _validate_tables(settings, fail, at)
+
+
+def _validate_tables(settings: ApplySettings, fail: Fail, at: str) -> None:
+    silver_tables: dict[str, int] = {}
+    source_objects: dict[tuple[str, str, str], int] = {}
+    for index, table in enumerate(settings.tables):
+        where = f"{at}tables/{index}"
+        check_source(settings, table.source_database, f"{where}/source_database", fail)
+        if table.silver_table in silver_tables:
+            raise fail(
+                f"{where}/silver_table",
+                f"duplicate silver_table {table.silver_table!r} "
+                f"(also {at}tables/{silver_tables[table.silver_table]})",
+            )
+        silver_tables[table.silver_table] = index
+        database, owner, name = table.source_object
+        if table.source_object in source_objects:
+            raise fail(
+                f"{where}/source_object",
+                f"{owner}.{name} from {database} is listed twice "
+                f"(also {at}tables/{source_objects[table.source_object]})",
+            )
+        source_objects[table.source_object] = index
+        definition = table.definition
+        check_columns(definition, table.key_columns, f"{where}/key_columns", fail)
+        check_scn(table.instantiation_scn, f"{where}/instantiation_scn", fail)
+        check_scn(table.ignore_scn, f"{where}/ignore_scn", fail)
+        if (
+            table.instantiation_scn is not None
+            and table.ignore_scn is not None
+            and table.instantiation_scn < table.ignore_scn
+        ):
+            raise fail(
+                f"{where}/instantiation_scn",
+                f"the instantiation SCN cannot be set below the object's ignore SCN "
+                f"({table.instantiation_scn} < {table.ignore_scn})",
+            )
+        uncompared = sorted(column for column, _ in table.uncompared_columns)
+        check_columns(definition, uncompared, f"{where}/compare_old_values", fail)
+        bad_operations = sorted({op for _, op in table.uncompared_columns if op not in OPERATIONS})
+        if bad_operations:
+            raise fail(
+                f"{where}/compare_old_values",
+                f"unknown operation(s) {bad_operations} (UPDATE or DELETE)",
+            )
+        handled: dict[str, int] = {}
+        for number, handler in enumerate(table.update_conflict_handlers):
+            handler_where = f"{where}/update_conflict_handlers/{number}"
+            check_columns(definition, handler.column_list, f"{handler_where}/column_list", fail)
+            for column in handler.column_list:
+                if column in handled:
+                    raise fail(
+                        f"{handler_where}/column_list",
+                        f"column {column!r} is already in update conflict handler "
+                        f"{where}/update_conflict_handlers/{handled[column]}",
+                    )
+                handled[column] = number
