@@ -37,6 +37,7 @@ from lakeapply.contract.oracle_types import TypeFamily
 from lakeapply.contract.table_definitions import ColumnDefinition
 from lakeapply.errors import ApplyAbortedError
 from lakeapply.runtime.catalog import Catalog, ensure_database, ensure_delta_table
+from lakeapply.runtime.retry import retry_on_concurrent_modification
 from lakeapply.silver import tables as dictionary
 from lakeapply.silver.components import key_components
 from lakeapply.silver.fold import FOLD_OUTPUT_SCHEMA, FoldPlan, Position, fold_function
@@ -1076,7 +1077,11 @@ def run_apply(
     """Apply cycles until bronze has nothing new for this apply process, or it aborts."""
     reports: list[CycleReport] = []
     while True:
-        report = apply_cycle(spark, catalog, settings, progress)
+        # A cycle is idempotent on replay (plan recorded first, writes tagged txnAppId/txnVersion),
+        # so a Delta commit race (OPTIMIZE, another writer) is retried as a whole cycle.
+        report = retry_on_concurrent_modification(
+            lambda: apply_cycle(spark, catalog, settings, progress), attempts=3, backoff=2.0
+        )
         if report is None:
             return reports
         reports.append(report)
