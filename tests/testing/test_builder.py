@@ -222,12 +222,13 @@ def test_validate_lcr_names_the_field_that_breaks_the_contract() -> None:
 def test_write_jsonl_writes_one_validated_line_per_lcr(tmp_path: Path) -> None:
     clock = ScnClock()
     done = txn(clock=clock).insert("HR.EMP", ID=1).commit()
-    extra = {"source_database_name": "ORCL", "command_type": "COMMIT", "transaction_id": "9.9.9"}
+    no_scn = {"source_database_name": "ORCL", "command_type": "COMMIT", "transaction_id": "9.9.9"}
+    hand_written: dict[str, Any] = {**no_scn, "scn": 5}
 
     with pytest.raises(InvalidLcrError):
-        write_jsonl(tmp_path / "bad.jsonl", extra)  # no scn
-    path = write_jsonl(tmp_path / "landing" / "a.jsonl", [done, {**extra, "scn": 5}])
+        write_jsonl(tmp_path / "bad.jsonl", no_scn)
+    path = write_jsonl(tmp_path / "landing" / "a.jsonl", [done, hand_written])
 
     lines = path.read_text().splitlines()
-    assert [json.loads(line) for line in lines] == [*done.lcrs, {**extra, "scn": 5}]
+    assert [json.loads(line) for line in lines] == [*done.lcrs, hand_written]
     assert done.to_jsonl() == "".join(line + "\n" for line in lines[:2])
