@@ -139,6 +139,22 @@ def _column_value_json_type_problem(array_field: str) -> tuple[Column, Column]:
     return elements.isNotNull() & ((first_bad_name > 0) | (first_bad_value > 0)), reason
 
 
+def _json_type_check(name: str, kind: str) -> tuple[Column, str | None, Column]:
+    """A given field whose JSON type is not the contract's: (condition, field, reason)."""
+    json_type = _json_type(_raw(name))
+    if kind == "integer":
+        bad = ~json_type.isin(*_JSON_INTEGER_TYPES)
+        expected = "an integer (a JSON number without fraction or exponent, 64-bit)"
+    elif kind == "column_values":
+        bad = ~json_type.startswith("ARRAY")
+        expected = "an array of column values"
+    else:
+        bad = json_type != "STRING"
+        expected = "a string"
+    reason = F.concat(F.lit(f"field '{name}' must be {expected}, got "), _as_written(_raw(name)))
+    return _given(name) & bad, name, reason
+
+
 def classify_lines(lines: DataFrame) -> DataFrame:
     """Add ``lcr``, ``field`` and ``reason`` to a DataFrame of landing lines."""
     parsed = lines.withColumn(
@@ -187,27 +203,7 @@ def classify_lines(lines: DataFrame) -> DataFrame:
                     ),
                 )
             )
-    for field in LCR_FIELDS:
-        json_type = _json_type(_raw(field.name))
-        if field.kind == "integer":
-            bad = ~json_type.isin(*_JSON_INTEGER_TYPES)
-            expected = "an integer (a JSON number without fraction or exponent, 64-bit)"
-        elif field.kind == "column_values":
-            bad = ~json_type.startswith("ARRAY")
-            expected = "an array of column values"
-        else:
-            bad = json_type != "STRING"
-            expected = "a string"
-        checks.append(
-            (
-                _given(field.name) & bad,
-                field.name,
-                F.concat(
-                    F.lit(f"field '{field.name}' must be {expected}, got "),
-                    _as_written(_raw(field.name)),
-                ),
-            )
-        )
+    checks += [_json_type_check(field.name, field.kind) for field in LCR_FIELDS]
     checks += [
         (
             F.col("lcr").isNull() | F.col("lcr.source_database_name").isNull(),

@@ -113,6 +113,22 @@ _TYPE = re.compile(
 )
 
 
+def _number_type(text: str, first: str | None, second: str | None) -> OracleType:
+    """NUMBER, NUMBER(p), NUMBER(p,s) and NUMBER(*,s)."""
+    if first is None or first == "*":
+        scale = int(second) if second is not None else None
+        if first == "*" and scale is not None:
+            return OracleType("NUMBER", TypeFamily.NUMBER, MAX_DECIMAL_PRECISION, scale)
+        return OracleType("NUMBER", TypeFamily.NUMBER)
+    precision = int(first)
+    scale = int(second) if second is not None else 0
+    if not 1 <= precision <= MAX_DECIMAL_PRECISION or not 0 <= scale <= precision:
+        raise ConfigurationError(
+            f"unsupported Oracle type {text!r}: precision must be 1-38 and scale 0-precision"
+        )
+    return OracleType("NUMBER", TypeFamily.NUMBER, precision, scale)
+
+
 def parse_oracle_type(text: str) -> OracleType:
     """Parse an Oracle type such as ``NUMBER(8,2)``, ``VARCHAR2(30 CHAR)`` or
     ``TIMESTAMP(6) WITH TIME ZONE``. Raises ConfigurationError for anything else."""
@@ -126,18 +142,7 @@ def parse_oracle_type(text: str) -> OracleType:
     rest = (match.group("rest") or "").strip()
 
     if base in ("NUMBER", "NUMERIC", "DECIMAL") and not rest:
-        if first is None or first == "*":
-            scale = int(second) if second is not None else None
-            if first == "*" and scale is not None:
-                return OracleType("NUMBER", TypeFamily.NUMBER, MAX_DECIMAL_PRECISION, scale)
-            return OracleType("NUMBER", TypeFamily.NUMBER)
-        precision = int(first)
-        scale = int(second) if second is not None else 0
-        if not 1 <= precision <= MAX_DECIMAL_PRECISION or not 0 <= scale <= precision:
-            raise ConfigurationError(
-                f"unsupported Oracle type {text!r}: precision must be 1-38 and scale 0-precision"
-            )
-        return OracleType("NUMBER", TypeFamily.NUMBER, precision, scale)
+        return _number_type(text, first, second)
     if base in ("INTEGER", "INT", "SMALLINT") and first is None and not rest:
         return OracleType("NUMBER", TypeFamily.NUMBER, MAX_DECIMAL_PRECISION, 0)
     if base == "FLOAT" and not rest:
@@ -151,6 +156,14 @@ def parse_oracle_type(text: str) -> OracleType:
         return OracleType("RAW", TypeFamily.BINARY, length=int(first))
     if base in _SIMPLE and first is None and not rest:
         return OracleType(base, _SIMPLE[base])
+    temporal = _temporal_type(base, rest)
+    if temporal is None:
+        raise ConfigurationError(f"unsupported Oracle type {text!r}")
+    return temporal
+
+
+def _temporal_type(base: str, rest: str) -> OracleType | None:
+    """TIMESTAMP [WITH [LOCAL] TIME ZONE] and the two INTERVALs; None for anything else."""
     if base == "TIMESTAMP":
         if not rest:
             return OracleType("TIMESTAMP", TypeFamily.DATETIME)
@@ -162,7 +175,7 @@ def parse_oracle_type(text: str) -> OracleType:
         return OracleType("INTERVAL YEAR TO MONTH", TypeFamily.INTERVAL_YM)
     if base == "INTERVAL DAY" and rest.startswith("TO SECOND"):
         return OracleType("INTERVAL DAY TO SECOND", TypeFamily.INTERVAL_DS)
-    raise ConfigurationError(f"unsupported Oracle type {text!r}")
+    return None
 
 
 # The data_type names an LCR column value may carry (lcr-contract.md).

@@ -552,6 +552,52 @@ def _position(error: Any) -> Position:
     return (int(error.commit_scn), str(error.source_database_name), str(error.transaction_id))
 
 
+@dataclass(frozen=True)
+class _Cycle:
+    """What every step of one cycle needs."""
+
+    spark: SparkSession
+    catalog: Catalog
+    settings: ApplySettings
+    plan: CyclePlan
+    progress: Progress
+    crash_after: str | None
+
+    @property
+    def apply_name(self) -> str:
+        return self.settings.apply_name
+
+    @property
+    def app(self) -> str:
+        """The txnAppId prefix of this apply process's writes."""
+        return f"{TXN_APP_ID}:{self.settings.apply_name}"
+
+    def crash_point(self, name: str, what: str) -> None:
+        if self.crash_after == name:
+            raise SimulatedApplyCrash(what)
+
+
+@dataclass(frozen=True)
+class _CycleInput:
+    lcrs: DataFrame  # new bronze LCRs and the spill
+    transactions: DataFrame
+    committed: DataFrame
+    messages: DataFrame
+    staged: DataFrame
+    fold_input: DataFrame
+    bounds: dict[str, KeyBounds]
+    buckets: int
+
+
+@dataclass(frozen=True)
+class _FoldOutcome:
+    final_rows: DataFrame
+    failed: dict[tuple[str, str], Any]  # transaction -> its first failing message
+    cut: Position | None  # the last transaction this cycle processes; None: all
+    passes: int
+    aborted_error: Any  # the error that aborts the apply (disable_on_error = Y), or None
+
+
 def apply_cycle(
     spark: SparkSession,
     catalog: Catalog,
@@ -573,11 +619,8 @@ def apply_cycle(
     if planned is None:
         return None
     plan, resumed = planned
-    if crash_after == "plan":
-        raise SimulatedApplyCrash("after plan")
-    apply_name = settings.apply_name
-    app = f"{TXN_APP_ID}:{apply_name}"
-    sources = list(settings.source_databases)
+    cycle = _Cycle(spark, catalog, settings, plan, progress, crash_after)
+    cycle.crash_point("plan", "after plan")
     batches = (
         f"bronze batches {plan.bronze_from_batch + 1}..{plan.bronze_to_batch}"
         if plan.bronze_to_batch > plan.bronze_from_batch
@@ -585,12 +628,49 @@ def apply_cycle(
     )
     progress(f"cycle {plan.cycle_id}: {batches} + spill")
 
+    inputs = _read_and_stage(cycle)
+    fold = _fold_passes(cycle, inputs)
+    versions_after, merged = _merge_destinations(cycle, fold.final_rows, inputs.bounds)
+    now = datetime.now(UTC).replace(tzinfo=None)
+    processed = _record_outcomes(cycle, inputs, fold, now)
+    keep = _write_spill(cycle, inputs, processed)
+    totals, watermarks = _record_progress(cycle, inputs, processed, keep, fold, versions_after, now)
+    if fold.aborted_error is not None:
+        _set_status(
+            spark,
+            catalog,
+            settings,
+            "ABORTED",
+            (int(fold.aborted_error.error_number), str(fold.aborted_error.error_message)),
+        )
+    _commit_cycle(cycle, versions_after, now)
+    return CycleReport(
+        cycle.apply_name,
+        plan.cycle_id,
+        resumed,
+        totals["received"],
+        totals["applied"],
+        totals["ignored"],
+        totals["rolled_back"],
+        totals["errors"],
+        fold.passes,
+        merged,
+        fold.aborted_error is not None,
+        watermarks,
+        caught_up=fold.cut is None and plan.bronze_to_batch == plan.bronze_newest_batch,
+    )
+
+
+def _read_and_stage(cycle: _Cycle) -> _CycleInput:
+    """Steps 2-3: the new bronze LCRs and the spill, assembled into transactions; the row LCRs
+    of the committed ones staged and joined with the destination rows they address."""
+    spark, catalog, settings, plan = cycle.spark, cycle.catalog, cycle.settings, cycle.plan
     new_lcrs = (
         spark.table(catalog.bronze_table(LCR_TABLE))
         .where(
             (F.col("ingest_batch_id") > plan.bronze_from_batch)
             & (F.col("ingest_batch_id") <= plan.bronze_to_batch)
-            & F.col("source_database_name").isin(*sources)
+            & F.col("source_database_name").isin(*settings.source_databases)
         )
         .withColumn(ARRIVED, F.lit(True))
     )
@@ -598,7 +678,7 @@ def apply_cycle(
         spark.read.format("delta")
         .option("versionAsOf", plan.spill_version)
         .table(catalog.apply_table(dictionary.SPILL))
-        .where(F.col("apply_name") == apply_name)
+        .where(F.col("apply_name") == cycle.apply_name)
         .drop("apply_name")
         .withColumn(ARRIVED, F.lit(False))
     )
@@ -627,17 +707,22 @@ def apply_cycle(
         int(spark.conf.get("spark.sql.shuffle.partitions") or 4),
         -(-fold_input.count() // FOLD_ROWS_PER_BUCKET),
     )
-    progress("staged")
+    cycle.progress("staged")
+    return _CycleInput(lcrs, transactions, committed, messages, staged, fold_input, bounds, buckets)
 
-    # Fold passes (design-notes 1): only the earliest newly failing transaction is certain, and
-    # so is everything before it. ``cut`` is the last transaction this cycle processes.
-    # A pass that finds no new failure is already the final fold: its rows are kept, not re-run.
+
+def _fold_passes(cycle: _Cycle, inputs: _CycleInput) -> _FoldOutcome:
+    """Step 4 (design-notes 1): only the earliest newly failing transaction is certain, and so
+    is everything before it. A pass that finds no new failure is already the final fold: its
+    rows are kept, not re-run."""
+    settings = cycle.settings
+    fold_input, buckets = inputs.fold_input, inputs.buckets
     failed: dict[tuple[str, str], Any] = {}
     cut: Position | None = None
     passes = 0
     while True:
         passes += 1
-        progress(f"fold pass {passes}")
+        cycle.progress(f"fold pass {passes}")
         folded = _run_fold(fold_input, FoldPlan(settings, frozenset(failed), None), buckets)
         folded = materialize(folded)
         errors = _earliest(folded.where(F.col("kind") == "ERROR").collect())
@@ -658,10 +743,18 @@ def apply_cycle(
     aborted_error = None
     if settings.disable_on_error and failed:
         aborted_error = failed[min(failed, key=lambda key: _position(failed[key]))]
-    final_rows = folded.where(F.col("kind") == "ROW")
-    progress(f"cycle {plan.cycle_id}: {passes} fold pass(es), {len(failed)} error transaction(s)")
+    cycle.progress(
+        f"cycle {cycle.plan.cycle_id}: {passes} fold pass(es), {len(failed)} error transaction(s)"
+    )
+    return _FoldOutcome(folded.where(F.col("kind") == "ROW"), failed, cut, passes, aborted_error)
 
-    # --- destination tables: one MERGE each, idempotent per cycle ---------------------------
+
+def _merge_destinations(
+    cycle: _Cycle, final_rows: DataFrame, bounds: dict[str, KeyBounds]
+) -> tuple[dict[str, int], int]:
+    """Step 5a: one MERGE per destination table with changes, idempotent per cycle; the Delta
+    version of every destination table after the cycle, and how many were merged."""
+    spark, catalog, settings, plan = cycle.spark, cycle.catalog, cycle.settings, cycle.plan
     changed_tables = {
         r.silver_table for r in final_rows.select("silver_table").distinct().collect()
     }
@@ -683,52 +776,58 @@ def apply_cycle(
             table,
             final_rows,
             bounds[table.silver_table],
-            f"{app}:{table.silver_table}",
+            f"{cycle.app}:{table.silver_table}",
             plan.cycle_id,
         )
         return table.silver_table, _latest_version(session, name)
 
-    if crash_after == "first_merge" and to_merge:
+    if cycle.crash_after == "first_merge" and to_merge:
         merge(to_merge[0])
         raise SimulatedApplyCrash("after the first MERGE")
     with ThreadPoolExecutor(max_workers=MERGE_THREADS) as pool:
         versions_after.update(pool.map(merge, to_merge))
-    merged = len(to_merge)
-    if crash_after == "merges":
-        raise SimulatedApplyCrash("after the MERGEs")
+    cycle.crash_point("merges", "after the MERGEs")
+    cycle.progress("merged")
+    return versions_after, len(to_merge)
 
-    progress("merged")
-    # --- outcomes, error queue ------------------------------------------------------------------
-    now = datetime.now(UTC).replace(tzinfo=None)
-    position_cut = cut
-    committed_rows = committed.select(
+
+def _before(cut: Position | None) -> Column:
+    """Transactions at or before ``cut`` in commit order (all when there is no cut)."""
+    if cut is None:
+        return F.lit(True)
+    scn, database, txn = cut
+    return (F.col("commit_scn") < scn) | (
+        (F.col("commit_scn") == scn)
+        & (
+            (F.col("source_database_name") < database)
+            | ((F.col("source_database_name") == database) & (F.col("transaction_id") <= txn))
+        )
+    )
+
+
+def _record_outcomes(
+    cycle: _Cycle, inputs: _CycleInput, fold: _FoldOutcome, now: datetime
+) -> DataFrame:
+    """Step 5b: the outcome of every processed transaction (APPLIED, IGNORED, ERROR) and the
+    error queue; returns the processed transactions."""
+    spark, settings, plan = cycle.spark, cycle.settings, cycle.plan
+    committed_rows = inputs.committed.select(
         "source_database_name", "transaction_id", "commit_scn", "first_scn", "commit_source_time"
     )
-    if position_cut is not None:
-        scn, database, txn = position_cut
-        before_cut = (F.col("commit_scn") < scn) | (
-            (F.col("commit_scn") == scn)
-            & (
-                (F.col("source_database_name") < database)
-                | ((F.col("source_database_name") == database) & (F.col("transaction_id") <= txn))
-            )
-        )
-    else:
-        before_cut = F.lit(True)
     failed_frame = spark.createDataFrame(
         [
             (k[0], k[1], int(e.message_number), int(e.error_number), str(e.error_message))
-            for k, e in failed.items()
+            for k, e in fold.failed.items()
         ],
         "source_database_name string, transaction_id string, failing_message long, "
         "error_number long, error_message string",
     )
-    message_counts = staged.groupBy("source_database_name", "transaction_id").agg(
+    message_counts = inputs.staged.groupBy("source_database_name", "transaction_id").agg(
         F.count(F.lit(1)).alias("message_count"),
         F.count(F.when(F.col("discarded"), 1)).alias("discarded"),
     )
     ddl_counts = (
-        lcrs.where(F.col("lcr_kind") == "DDL")
+        inputs.lcrs.where(F.col("lcr_kind") == "DDL")
         .where(F.col("tag").isNull() if settings.discard_tagged else F.lit(True))
         .groupBy("source_database_name", "transaction_id")
         .agg(F.count(F.lit(1)).alias("ddl_count"))
@@ -737,7 +836,7 @@ def apply_cycle(
         committed_rows.join(failed_frame, ["source_database_name", "transaction_id"], "left")
         .join(message_counts, ["source_database_name", "transaction_id"], "left")
         .join(ddl_counts, ["source_database_name", "transaction_id"], "left")
-        .where(before_cut)
+        .where(_before(fold.cut))
         .select(
             "*",
             F.when(F.col("error_number").isNotNull(), F.lit("ERROR"))
@@ -753,7 +852,7 @@ def apply_cycle(
     )
     processed = materialize(processed)
     transactions_rows = processed.select(
-        F.lit(apply_name).alias("apply_name"),
+        F.lit(cycle.apply_name).alias("apply_name"),
         F.col("source_database_name").alias("source_database"),
         "transaction_id",
         "commit_scn",
@@ -766,12 +865,12 @@ def apply_cycle(
     )
     _append(
         transactions_rows,
-        catalog.apply_table(dictionary.TRANSACTIONS),
+        cycle.catalog.apply_table(dictionary.TRANSACTIONS),
         dictionary.TRANSACTIONS_SCHEMA,
-        f"{app}:transactions",
+        f"{cycle.app}:transactions",
         plan.cycle_id,
     )
-    if failed:  # errors are rare: skip two empty Delta commits in the common case
+    if fold.failed:  # errors are rare: skip two empty Delta commits in the common case
         errors_rows = materialize(
             processed.where(F.col("outcome") == "ERROR").withColumn(
                 "local_transaction_id",
@@ -784,32 +883,57 @@ def apply_cycle(
                 ),
             )
         )
-        _append_errors(catalog, apply_name, app, plan.cycle_id, now, messages, errors_rows)
-    if crash_after == "error_queue":
-        raise SimulatedApplyCrash("after the error queue")
+        _append_errors(
+            cycle.catalog,
+            cycle.apply_name,
+            cycle.app,
+            plan.cycle_id,
+            now,
+            inputs.messages,
+            errors_rows,
+        )
+    cycle.crash_point("error_queue", "after the error queue")
+    cycle.progress("error queue written")
+    return processed
 
-    progress("error queue written")
-    # --- spill: open transactions and the committed ones not processed (cut) -------------------
+
+def _write_spill(cycle: _Cycle, inputs: _CycleInput, processed: DataFrame) -> DataFrame:
+    """Step 5c: the LCRs of open transactions and of committed ones not processed (after the
+    cut) replace this apply's spill; returns those transactions."""
     processed_keys = processed.select("source_database_name", "transaction_id")
     keep = (
-        transactions.where(F.col("state").isin("OPEN", "COMMITTED"))
+        inputs.transactions.where(F.col("state").isin("OPEN", "COMMITTED"))
         .select("source_database_name", "transaction_id")
         .join(processed_keys, ["source_database_name", "transaction_id"], "left_anti")
     )
-    new_spill = lcrs.join(keep, ["source_database_name", "transaction_id"], "left_semi").select(
-        F.lit(apply_name).alias("apply_name"),
+    new_spill = inputs.lcrs.join(
+        keep, ["source_database_name", "transaction_id"], "left_semi"
+    ).select(
+        F.lit(cycle.apply_name).alias("apply_name"),
         *[F.col(quote(f.name)) for f in lcr_table_schema().fields],
     )
     new_spill.write.format("delta").mode("overwrite").option(
-        "replaceWhere", f"apply_name = {sql_string_literal(apply_name)}"
-    ).option("txnAppId", f"{app}:spill").option("txnVersion", plan.cycle_id).saveAsTable(
-        catalog.apply_table(dictionary.SPILL)
-    )
-    if crash_after == "spill":
-        raise SimulatedApplyCrash("after the spill")
+        "replaceWhere", f"apply_name = {sql_string_literal(cycle.apply_name)}"
+    ).option("txnAppId", f"{cycle.app}:spill").option(
+        "txnVersion", cycle.plan.cycle_id
+    ).saveAsTable(cycle.catalog.apply_table(dictionary.SPILL))
+    cycle.crash_point("spill", "after the spill")
+    cycle.progress("spill written")
+    return keep
 
-    progress("spill written")
-    # --- progress, status, and the cycle's commit ---------------------------------------------
+
+def _record_progress(
+    cycle: _Cycle,
+    inputs: _CycleInput,
+    processed: DataFrame,
+    keep: DataFrame,
+    fold: _FoldOutcome,
+    versions_after: dict[str, int],
+    now: datetime,
+) -> tuple[dict[str, int], dict[str, int | None]]:
+    """Step 5d (rule 9): a progress row per source database, with the watermarks, the oldest
+    SCN and the counters; returns the cycle's counters and low watermarks."""
+    spark, catalog, settings, plan = cycle.spark, cycle.catalog, cycle.settings, cycle.plan
     previous = _previous_progress(spark, catalog, settings, plan.cycle_id)
     per_source = {
         r.source_database_name: r
@@ -827,7 +951,7 @@ def apply_cycle(
     }
     received = {
         r.source_database_name: (r.received, r.rolled_back)
-        for r in lcrs.where(F.col(ARRIVED))
+        for r in inputs.lcrs.where(F.col(ARRIVED))
         .groupBy("source_database_name")
         .agg(
             F.count(F.lit(1)).alias("received"),
@@ -838,32 +962,23 @@ def apply_cycle(
         .collect()
     }
     # Oldest SCN: the earliest transaction not yet processed (open, or after the cut).
-    pending = transactions.join(keep, ["source_database_name", "transaction_id"], "left_semi")
+    pending = inputs.transactions.join(
+        keep, ["source_database_name", "transaction_id"], "left_semi"
+    )
     oldest = {
         r.source_database_name: r
         for r in pending.groupBy("source_database_name")
         .agg(F.min(F.struct("first_scn", "transaction_id")).alias("oldest"))
         .collect()
     }
-    status = "ABORTED" if aborted_error is not None else "ENABLED"
+    status = "ABORTED" if fold.aborted_error is not None else "ENABLED"
     progress_rows = []
     watermarks: dict[str, int | None] = {}
     totals = {"applied": 0, "ignored": 0, "errors": 0, "received": 0, "rolled_back": 0}
-    for source in sources:
+    for source in settings.source_databases:
         before = previous.get(source)
         now_source = per_source.get(source)
-        lwm = now_source.lwm if now_source else (before.low_watermark if before else None)
-        lwm_time = (
-            _parse_time(now_source.lwm_time)
-            if now_source
-            else (before.low_watermark_time if before else None)
-        )
-        if (
-            before is not None
-            and before.low_watermark is not None
-            and (lwm is None or lwm < before.low_watermark)
-        ):  # a watermark never moves back
-            lwm, lwm_time = before.low_watermark, before.low_watermark_time
+        lwm, lwm_time = _low_watermark(before, now_source)
         got, rolled = received.get(source, (0, 0))
         counts = {
             "received": got,
@@ -878,7 +993,7 @@ def apply_cycle(
         watermarks[source] = lwm
         progress_rows.append(
             (
-                apply_name,
+                cycle.apply_name,
                 source,
                 plan.cycle_id,
                 lwm,
@@ -898,28 +1013,43 @@ def apply_cycle(
                 versions_after,
             )
         )
-    progress("watermarks computed")
+    cycle.progress("watermarks computed")
     _append(
         spark.createDataFrame(progress_rows, dictionary.PROGRESS_SCHEMA),
         catalog.apply_table(dictionary.PROGRESS),
         dictionary.PROGRESS_SCHEMA,
-        f"{app}:progress",
+        f"{cycle.app}:progress",
         plan.cycle_id,
     )
-    if crash_after == "progress":
-        raise SimulatedApplyCrash("after progress")
-    if aborted_error is not None:
-        _set_status(
-            spark,
-            catalog,
-            settings,
-            "ABORTED",
-            (int(aborted_error.error_number), str(aborted_error.error_message)),
-        )
-    commit_row = spark.createDataFrame(
+    cycle.crash_point("progress", "after progress")
+    return totals, watermarks
+
+
+def _low_watermark(before: Any, now_source: Any) -> tuple[int | None, datetime | None]:
+    """This cycle's low watermark of a source (FULL: the last processed commit SCN); the previous
+    one when this cycle processed nothing there. A low watermark never moves back."""
+    lwm = now_source.lwm if now_source else (before.low_watermark if before else None)
+    lwm_time = (
+        _parse_time(now_source.lwm_time)
+        if now_source
+        else (before.low_watermark_time if before else None)
+    )
+    if (
+        before is not None
+        and before.low_watermark is not None
+        and (lwm is None or lwm < before.low_watermark)
+    ):
+        return before.low_watermark, before.low_watermark_time
+    return lwm, lwm_time
+
+
+def _commit_cycle(cycle: _Cycle, versions_after: dict[str, int], now: datetime) -> None:
+    """Last: the COMMITTED cycle row; a re-run after it plans a new cycle."""
+    plan = cycle.plan
+    commit_row = cycle.spark.createDataFrame(
         [
             (
-                apply_name,
+                cycle.apply_name,
                 plan.cycle_id,
                 "COMMITTED",
                 plan.bronze_from_batch,
@@ -933,25 +1063,10 @@ def apply_cycle(
     )
     _append(
         commit_row,
-        catalog.apply_table(dictionary.CYCLES),
+        cycle.catalog.apply_table(dictionary.CYCLES),
         dictionary.CYCLES_SCHEMA,
-        f"{app}:commit",
+        f"{cycle.app}:commit",
         plan.cycle_id,
-    )
-    return CycleReport(
-        apply_name,
-        plan.cycle_id,
-        resumed,
-        totals["received"],
-        totals["applied"],
-        totals["ignored"],
-        totals["rolled_back"],
-        totals["errors"],
-        passes,
-        merged,
-        aborted_error is not None,
-        watermarks,
-        caught_up=cut is None and plan.bronze_to_batch == plan.bronze_newest_batch,
     )
 
 

@@ -100,16 +100,42 @@ def _row_json(table: DestinationTable, row: Row) -> str:
 def _fold_group(
     plan: FoldPlan, table: DestinationTable, records: list[dict[str, Any]]
 ) -> list[tuple[Any, ...]]:
-    definition = table.definition
+    """Apply one key group's LCRs, transaction by transaction in commit order (rule 4), to the
+    group's current destination rows: the rows that changed and the errors."""
+    initial = _initial_rows(table, records)
+    rows = _JournalRows(dict(initial))
+    out: list[tuple[Any, ...]] = []
+    for position, transaction in _transactions_in_commit_order(records).items():
+        if plan.cut is not None and position > plan.cut:
+            break
+        error = _apply_transaction(plan, table, rows, position, transaction)
+        if error is not None:
+            out.append(error)
+        _, database, transaction_id = position
+        # Rule 8: all or nothing per transaction.
+        if error is not None or (database, transaction_id) in plan.failed:
+            rows.rollback()
+        else:
+            rows.commit()
+    out.extend(_changed_rows(table, initial, rows))
+    return out
+
+
+def _initial_rows(table: DestinationTable, records: list[dict[str, Any]]) -> dict[Key, Row]:
+    columns = table.definition.columns
     initial: dict[Key, Row] = {}
     for record in records:
         if record["kind"] == "ROW":
             texts = json.loads(record["row_json"])
             initial[_key_of(table, record["key_text"])] = {
-                c.name: from_spark_text(c, texts.get(c.name)) for c in definition.columns
+                c.name: from_spark_text(c, texts.get(c.name)) for c in columns
             }
-    rows = _JournalRows(dict(initial))
-    out: list[tuple[Any, ...]] = []
+    return initial
+
+
+def _transactions_in_commit_order(
+    records: list[dict[str, Any]],
+) -> dict[Position, list[dict[str, Any]]]:
     messages = sorted(
         (record for record in records if record["kind"] == "LCR"),
         key=lambda r: (
@@ -127,51 +153,57 @@ def _fold_group(
             str(message["transaction_id"]),
         )
         transactions.setdefault(position, []).append(message)
-    for position, transaction in transactions.items():
-        if plan.cut is not None and position > plan.cut:
-            break
-        _, database, transaction_id = position
-        failed = False
-        for message in transaction:
-            if message["discarded"]:
-                continue
-            try:
-                if message["static_error_number"] is not None:
-                    raise ApplyRowError(
-                        int(message["static_error_number"]), str(message["static_error_message"])
-                    )
-                lcr = {
-                    "command_type": message["command_type"],
-                    "old_values": json.loads(message["old_json"]) if message["old_json"] else None,
-                    "new_values": json.loads(message["new_json"]) if message["new_json"] else None,
-                }
-                # A silver table fed by several sources: each source's own settings apply.
-                lcr_table = plan.settings.table_for(
-                    database, message["object_owner"], message["object_name"]
+    return transactions
+
+
+def _apply_transaction(
+    plan: FoldPlan,
+    table: DestinationTable,
+    rows: _JournalRows,
+    position: Position,
+    transaction: list[dict[str, Any]],
+) -> tuple[Any, ...] | None:
+    """Apply one transaction's LCRs of this group to ``rows``; its first error, or None."""
+    _, database, transaction_id = position
+    for message in transaction:
+        if message["discarded"]:
+            continue
+        try:
+            if message["static_error_number"] is not None:
+                raise ApplyRowError(
+                    int(message["static_error_number"]), str(message["static_error_message"])
                 )
-                apply_row_lcr(lcr_table or table, rows, lcr)
-            except ApplyRowError as error:
-                out.append(
-                    (
-                        "ERROR",
-                        table.silver_table,
-                        None,
-                        None,
-                        None,
-                        database,
-                        transaction_id,
-                        position[0],
-                        int(message["message_number"]),
-                        error.error_number,
-                        error.text,
-                    )
-                )
-                failed = True
-                break
-        if failed or (database, transaction_id) in plan.failed:
-            rows.rollback()
-        else:
-            rows.commit()
+            lcr = {
+                "command_type": message["command_type"],
+                "old_values": json.loads(message["old_json"]) if message["old_json"] else None,
+                "new_values": json.loads(message["new_json"]) if message["new_json"] else None,
+            }
+            # A silver table fed by several sources: each source's own settings apply.
+            lcr_table = plan.settings.table_for(
+                database, message["object_owner"], message["object_name"]
+            )
+            apply_row_lcr(lcr_table or table, rows, lcr)
+        except ApplyRowError as error:
+            return (
+                "ERROR",
+                table.silver_table,
+                None,
+                None,
+                None,
+                database,
+                transaction_id,
+                position[0],
+                int(message["message_number"]),
+                error.error_number,
+                error.text,
+            )
+    return None
+
+
+def _changed_rows(
+    table: DestinationTable, initial: dict[Key, Row], rows: _JournalRows
+) -> list[tuple[Any, ...]]:
+    out: list[tuple[Any, ...]] = []
     for key in set(initial) | set(rows):
         before, after = initial.get(key), rows.get(key)
         if before == after:

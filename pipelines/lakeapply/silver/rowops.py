@@ -417,30 +417,7 @@ def _update(
             26787,
             f"The row with {where()} does not exist in table {definition.qualified_name}",
         )
-    # ... and its compared old values must match, unless update conflict handlers resolve it:
-    # every conflicting column must belong to a handler's column group.
-    conflicting = _conflicting_columns(table, "UPDATE", current, old)
-    handlers: list[UpdateConflictHandler] = []
-    for column in conflicting:
-        handler = table.handler_for(column)
-        if handler is None:
-            raise _conflict(definition, where(), conflicting)
-        if handler not in handlers:
-            handlers.append(handler)
-    handled = {column for handler in handlers for column in handler.column_list}
-    written: dict[str, Any] = {}  # the columns this update writes, and their values
-    for column, value in new.items():
-        if column not in handled:
-            written[column] = value  # no conflict in its group: applied normally
-    for handler in handlers:
-        lcr_wins = _lcr_wins(handler, current, old, new)
-        if lcr_wins is None:  # D7: no resolution value
-            raise _conflict(definition, where(), conflicting)
-        if lcr_wins:
-            for column in handler.column_list:
-                if column in new:
-                    written[column] = new[column]
-        # else: the destination keeps its values for the whole group
+    written = _columns_written(table, current, old, new, where)
     # Rule 6: NOT NULL columns cannot be set to NULL.
     for column_name, value in written.items():
         if value is None and not definition.column(column_name).nullable:
@@ -460,6 +437,43 @@ def _update(
         )
     del rows[old_key]
     rows[new_key] = new_row
+
+
+def _columns_written(
+    table: DestinationTable,
+    current: Row,
+    old: dict[str, Any],
+    new: dict[str, Any],
+    where: Callable[[], str],
+) -> dict[str, Any]:
+    """Rule 7: the columns an UPDATE writes and their values. Its compared old values must match
+    the current row, unless update conflict handlers resolve it: every conflicting column must
+    belong to a handler's column group, and each group takes the LCR's values or keeps the
+    destination's as its handler decides."""
+    definition = table.definition
+    conflicting = _conflicting_columns(table, "UPDATE", current, old)
+    handlers: list[UpdateConflictHandler] = []
+    for column in conflicting:
+        handler = table.handler_for(column)
+        if handler is None:
+            raise _conflict(definition, where(), conflicting)
+        if handler not in handlers:
+            handlers.append(handler)
+    handled = {column for handler in handlers for column in handler.column_list}
+    written: dict[str, Any] = {}
+    for column, value in new.items():
+        if column not in handled:
+            written[column] = value  # no conflict in its group: applied normally
+    for handler in handlers:
+        lcr_wins = _lcr_wins(handler, current, old, new)
+        if lcr_wins is None:  # D7: no resolution value
+            raise _conflict(definition, where(), conflicting)
+        if lcr_wins:
+            for column in handler.column_list:
+                if column in new:
+                    written[column] = new[column]
+        # else: the destination keeps its values for the whole group
+    return written
 
 
 def _lcr_wins(
