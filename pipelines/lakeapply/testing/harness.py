@@ -19,11 +19,12 @@ faster; :meth:`~LakeapplyHarness.land_files` goes through files and
 :func:`lakeapply.silver.engine.run_apply` with the given settings (nothing is published to the
 dictionary tables, as with ``lakeapply apply`` after ``configure``).
 
-Readers return Spark DataFrames without the Oracle type metadata silver columns carry, so chispa's
-``assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)`` compares
-them with a frame built by ``spark.createDataFrame`` (Delta keeps NOT NULL on key columns; frames
-built from a DDL string are all nullable). :meth:`LakeapplyHarness.expected` builds the expected
-frame with the silver table's exact schema instead, so ``ignore_nullable`` is not needed.
+Readers return Spark DataFrames without the Oracle type metadata silver columns carry (chispa
+compares whole schemas, metadata included). Compare them with a frame built by
+``spark.createDataFrame`` using ``assert_df_equality(actual, expected, ignore_row_order=True,
+ignore_nullable=True)``: nullability is decided by how a table was created, not by the test, and
+the dictionary tables have NOT NULL columns. :meth:`LakeapplyHarness.expected` builds the expected
+frame with the silver table's exact schema instead, so ``ignore_nullable`` is not needed there.
 """
 
 from __future__ import annotations
@@ -346,12 +347,27 @@ class LakeapplyHarness:
         bronze_rows(classified, batch_id, now).select(
             *[F.col(quote(f.name)).cast(f.dataType) for f in lcr_table_schema().fields]
         ).write.format("delta").mode("append").saveAsTable(self.catalog.bronze_table(LCR_TABLE))
-        # The COMMITTED log row is what the apply's planner reads to find new batches.
-        log_row = (batch_id, "COMMITTED", source_file, False, 0, 0, 1, 0)
-        counts = (len(lcrs), len(lcrs), 0, now)
-        self.spark.createDataFrame([log_row + counts], ingest_log_schema()).write.format(
-            "delta"
-        ).mode("append").saveAsTable(log_table)
+        # The COMMITTED log row is what the apply's planner reads to find new batches; by name,
+        # so a column the log gains later is NULL here, as in rows of older versions.
+        log_values = {
+            "batch_id": batch_id,
+            "phase": "COMMITTED",
+            "source_file": source_file,
+            "compressed": False,
+            "start_offset": 0,
+            "size_bound": 0,
+            "first_line_number": 1,
+            "end_offset": 0,
+            "lines": len(lcrs),
+            "bronze_rows": len(lcrs),
+            "quarantined_rows": 0,
+            "logged_at": now,
+        }
+        log_schema = ingest_log_schema()
+        log_row = tuple(log_values.get(f.name) for f in log_schema.fields)
+        self.spark.createDataFrame([log_row], log_schema).write.format("delta").mode(
+            "append"
+        ).saveAsTable(log_table)
         return batch_id
 
     def _next_file(self) -> Path:
@@ -416,14 +432,20 @@ class LakeapplyHarness:
         return _plain(self.spark.table(self.catalog.silver_table(self.silver_table_name(table))))
 
     def silver_schema(self, table: str) -> T.StructType:
-        """The silver table's schema (as :meth:`silver` returns it: no column metadata),
-        from its definition: no table needs to exist yet."""
+        """The silver table's schema as :meth:`silver` returns it (no column metadata). Before
+        the table exists (no apply yet): its definition's types, every column nullable, which
+        is what Delta makes of a table created from a DataFrame."""
         name = self.silver_table_name(table)
+        qualified = self.catalog.silver_table(name)
+        if self.spark.catalog.tableExists(qualified):
+            return _plain(self.spark.table(qualified)).schema
         for destination_table in self.apply_process.tables:
             if destination_table.silver_table == name:
-                schema = destination_table.definition.spark_schema()
                 return T.StructType(
-                    [T.StructField(f.name, f.dataType, f.nullable) for f in schema.fields]
+                    [
+                        T.StructField(f.name, f.dataType, True)
+                        for f in destination_table.definition.spark_schema().fields
+                    ]
                 )
         raise ConfigurationError(f"{name} is not a silver table of this apply process")
 
