@@ -53,7 +53,7 @@ from lakeapply.bronze.tables import (
     lcr_table_schema,
 )
 from lakeapply.bronze.validate import classify_lines
-from lakeapply.contract.identifiers import quote
+from lakeapply.contract.identifiers import quote, sql_string_literal
 from lakeapply.contract.table_definitions import TableDefinition, table_definition_from_dict
 from lakeapply.errors import ConfigurationError, LakeapplyError
 from lakeapply.runtime.catalog import Catalog
@@ -224,15 +224,6 @@ def unique_catalog_prefix(stem: str = "lakeapply_test") -> str:
     return f"{stem}_{next(_prefix_numbers)}_{uuid.uuid4().hex[:8]}"
 
 
-def _location_literal(path: Path) -> str:
-    """A SQL string literal of a local folder's URI. A URI quotes spaces and quotes (``%20``,
-    ``%27``), and percent-encoding leaves no character that would end the literal."""
-    uri = path.resolve().as_uri()
-    if "'" in uri or "\\" in uri:  # as_uri() never produces these; refuse rather than escape
-        raise ValueError(f"cannot use {path} as a database location")
-    return f"'{uri}'"
-
-
 @dataclass
 class LakeapplyHarness:
     """One test's pipeline: a SparkSession, its own databases (``catalog``), a landing folder,
@@ -256,9 +247,10 @@ class LakeapplyHarness:
         warehouse = folder / "warehouse"
         warehouse.mkdir(parents=True, exist_ok=True)
         for database in (catalog.bronze, catalog.silver, catalog.apply):
+            location = (warehouse / f"{database}.db").resolve().as_uri()
             spark.sql(
                 f"CREATE DATABASE IF NOT EXISTS {quote(database)} "
-                f"LOCATION {_location_literal(warehouse / f'{database}.db')}"
+                f"LOCATION {sql_string_literal(location)}"
             )
         return cls(spark, catalog, folder / "landing")
 
