@@ -55,8 +55,8 @@ bench-scaling: $(BENCH_STAMP) ## Fixed 100k changes into tables of 100k vs 10M r
 
 .PHONY: lint
 lint: $(STAMP) ## ruff lint + format check
-	$(BIN)/ruff check pipelines tests benchmarks
-	$(BIN)/ruff format --check pipelines tests benchmarks
+	$(BIN)/ruff check pipelines tests benchmarks examples
+	$(BIN)/ruff format --check pipelines tests benchmarks examples
 
 .PHONY: typecheck
 typecheck: $(STAMP) ## mypy --strict on the package and the benchmarks
@@ -80,8 +80,8 @@ dbt-build: $(STAMP) ## The same dbt build as its own process (no other Spark on 
 
 .PHONY: format
 format: $(STAMP) ## Apply ruff fixes and formatting
-	$(BIN)/ruff check --fix pipelines tests
-	$(BIN)/ruff format pipelines tests
+	$(BIN)/ruff check --fix pipelines tests benchmarks examples
+	$(BIN)/ruff format pipelines tests benchmarks examples
 
 .PHONY: schemas
 schemas: $(STAMP) ## Regenerate schemas/lcr.schema.json from the contract module

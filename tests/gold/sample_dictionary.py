@@ -10,12 +10,14 @@ ORCL. Processed transactions, by commit SCN:
     1040 ERROR    (COURSE+STUDENT) cycle 2, in the error queue with its 2 messages
     open          (STUDENT)        first SCN 1012, no COMMIT yet
 
-so the low watermark is 1010 (not max(CSCN) = 1040, which the engine row below naively
-records), the high watermark 1040 and the oldest SCN 1012 (the open transaction).
+and its progress rows record the low watermark 1010 (below the gap), the high watermark 1040 and
+the oldest SCN 1012 (the open transaction). (Today's engine schedules DEPENDENT_TRANSACTIONS like
+FULL and records LWM = HWM; the gold layer shows whatever the engine records.)
 
 APPLY_HALTED (FULL, disable_on_error Y) applied 2000, then aborted on ORA-26787 at 2010 (first SCN
-2005): that transaction is in its error queue but, until the apply is started again, it holds
-both watermarks at 2000 and is the oldest SCN, as the engine records it.
+2005): that transaction is in its error queue and processed (rule 9): both watermarks are 2010.
+2.3.202 (first SCN 2015, committed at 2020) is not processed: it waits in the spill and is the
+oldest SCN.
 
 ``populate`` writes it with the schemas of lakeapply.silver.tables; tests/gold/test_gold.py
 uses it, and so can a hand-run of the standalone ``dbt build`` (see dbt/README.md).
@@ -46,6 +48,7 @@ OPEN_TRANSACTION = "1.15.105"
 ERROR_TRANSACTION = "1.14.104"
 LOCAL_ERROR_TRANSACTION = "7.3.41"
 HALTED_TRANSACTION = "2.2.201"  # the transaction APPLY_HALTED aborted on
+HALTED_WAITING = "2.3.202"  # committed after it: not processed
 STUDENT_SILVER = "orcl_us03_student"
 COURSE_SILVER = "orcl_us03_course"
 ERROR_MESSAGE = (
@@ -102,8 +105,10 @@ BRONZE_LCRS = [
     ("2.1.200", "COMMIT", 2000, None),
     (HALTED_TRANSACTION, "UPDATE", 2005, "STUDENT"),
     (HALTED_TRANSACTION, "COMMIT", 2010, None),
+    (HALTED_WAITING, "INSERT", 2015, "STUDENT"),
+    (HALTED_WAITING, "COMMIT", 2020, None),
 ]
-SPILLED = {OPEN_TRANSACTION, GAP_TRANSACTION}
+SPILLED = {APPLY: {OPEN_TRANSACTION, GAP_TRANSACTION}, HALTED: {HALTED_WAITING}}
 
 
 def _definition_json(name: str) -> str:
@@ -131,7 +136,12 @@ def populate(spark: SparkSession, catalog: Catalog) -> None:
     tables[catalog.bronze_table(LCR_TABLE)] = (lcr_schema, bronze)
     apply_table(
         apply_tables.SPILL,
-        [{"apply_name": APPLY, **lcr} for lcr in bronze if lcr["transaction_id"] in SPILLED],
+        [
+            {"apply_name": apply_name, **lcr}
+            for apply_name, spilled in SPILLED.items()
+            for lcr in bronze
+            if lcr["transaction_id"] in spilled
+        ],
     )
     apply_table(
         apply_tables.APPLY_PROCESSES,
@@ -281,16 +291,16 @@ def populate(spark: SparkSession, catalog: Catalog) -> None:
         ],
     )
 
-    def progress(cycle: int, watermark: int, applied: int, errors: int) -> dict[str, Any]:
-        # The engine's own watermarks, deliberately max(CSCN): the gold layer recomputes them.
+    def progress(cycle: int, high: int, applied: int, errors: int) -> dict[str, Any]:
+        # As the engine records them: the low watermark stays below the gap (1020).
         return {
             "apply_name": APPLY,
             "source_database": DB,
             "cycle_id": cycle,
-            "low_watermark": watermark,
-            "low_watermark_time": None,
-            "high_watermark": watermark,
-            "high_watermark_time": None,
+            "low_watermark": 1010,
+            "low_watermark_time": at("12:00:05"),
+            "high_watermark": high,
+            "high_watermark_time": at("12:00:05" if high == 1010 else "12:00:18"),
             "oldest_scn": 1012,
             "oldest_transaction_id": OPEN_TRANSACTION,
             "spill_scn": 1012,
@@ -305,15 +315,16 @@ def populate(spark: SparkSession, catalog: Catalog) -> None:
         }
 
     halted_progress = {
-        **progress(1, 2000, 1, 1),
+        **progress(1, 2010, 1, 1),
         "apply_name": HALTED,
-        "low_watermark_time": at("11:29:00"),
-        "high_watermark_time": at("11:29:00"),
-        "oldest_scn": 2005,
-        "oldest_transaction_id": HALTED_TRANSACTION,
-        "spill_scn": 2005,
+        "low_watermark": 2010,
+        "low_watermark_time": at("11:29:10"),
+        "high_watermark_time": at("11:29:10"),
+        "oldest_scn": 2015,
+        "oldest_transaction_id": HALTED_WAITING,
+        "spill_scn": 2015,
         "apply_time": at("11:30:00"),
-        "total_received": 4,
+        "total_received": 6,
         "status": "ABORTED",
         "table_versions": {},
     }

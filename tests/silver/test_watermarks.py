@@ -15,9 +15,13 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from lakeapply.contract.table_definitions import table_definition_from_dict
+from lakeapply.errors import ApplyAbortedError
 from lakeapply.runtime.catalog import Catalog
 from lakeapply.silver import tables as dictionary
 from lakeapply.silver.engine import (
+    ABORT_STATUS_CRASH_POINT,
+    SimulatedApplyCrash,
+    apply_cycle,
     apply_status,
     ensure_apply_tables,
     ensure_destination_tables,
@@ -119,9 +123,9 @@ def test_the_error_transaction_is_processed_and_below_the_low_watermark(
 
     run_apply(spark, catalog, apply)
 
-    assert [(e.source_transaction_id, e.error_number) for e in error_queue(spark, catalog, apply)] == [
-        ("1.0.2", 26787)
-    ]
+    assert [
+        (e.source_transaction_id, e.error_number) for e in error_queue(spark, catalog, apply)
+    ] == [("1.0.2", 26787)]
     progress = latest_progress(spark, catalog, apply)
     if disable_on_error:
         # Aborted at 1.0.2: it is in the queue and below the low watermark; 1.0.3 is not
@@ -197,3 +201,23 @@ def test_a_lob_piece_is_an_unsupported_operation_not_a_missing_key(
     assert error.error_number == 3001
     assert error.error_message.startswith("ORA-03001: unimplemented feature: LOB WRITE")
     assert "HR.T" in error.error_message
+
+
+def test_a_crash_between_the_cycle_commit_and_the_abort_status_still_aborts_once(
+    spark: SparkSession, catalog: Catalog
+) -> None:
+    apply = settings(True)
+    start(spark, catalog, apply)
+    land(spark, catalog, WORKLOAD)
+    with pytest.raises(SimulatedApplyCrash):
+        apply_cycle(spark, catalog, apply, crash_after=ABORT_STATUS_CRASH_POINT)
+
+    with pytest.raises(ApplyAbortedError):  # the next start records the abort it missed
+        run_apply(spark, catalog, apply)
+    assert apply_status(spark, catalog, apply.apply_name) == "ABORTED"
+    start_apply(spark, catalog, apply)  # one START_APPLY for one error transaction
+    run_apply(spark, catalog, apply)
+
+    assert apply_status(spark, catalog, apply.apply_name) == "ENABLED"
+    assert len(error_queue(spark, catalog, apply)) == 1
+    assert sorted(r.ID for r in spark.table(catalog.silver_table("wm_t")).collect()) == [1, 3]

@@ -13,7 +13,8 @@ A cycle (docs/silver-design.md has the why):
    certain; it joins the set and the fold runs again (errors are rare, so usually one pass).
    With ``disable_on_error = Y`` the cycle is cut before the first error and the apply aborts.
 5. **Write**: one MERGE per destination table with changes, the error queue, transaction outcomes,
-   the spill, progress, and last the COMMITTED cycle row.
+   the spill, progress, the COMMITTED cycle row, and last the ABORTED status if the cycle
+   aborts the apply (a kill just before it is repaired at the next start).
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ STAGE_INPUT_COLUMNS = (
     "object_name",
 )
 CRASH_POINTS = ("plan", "first_merge", "merges", "error_queue", "spill", "progress")
+ABORT_STATUS_CRASH_POINT = "abort_status"  # only reached by a cycle that aborts the apply
 Progress = Callable[[str], None]
 
 
@@ -220,6 +222,51 @@ def _set_status(
         .whenMatchedUpdateAll()
         .whenNotMatchedInsertAll()
         .execute()
+    )
+
+
+def _record_an_unrecorded_abort(
+    spark: SparkSession, catalog: Catalog, settings: ApplySettings
+) -> None:
+    """A cycle that aborts the apply commits, then sets the ABORTED status. A kill between the
+    two leaves the last committed cycle's progress saying ABORTED under a status that was set
+    before that cycle (no START_APPLY since): record the abort now, with the cycle's first
+    error, so the apply stops where the uninterrupted run would have."""
+    name = settings.apply_name
+    last = (
+        _apply_rows(spark, catalog, dictionary.CYCLES, name)
+        .where(F.col("phase") == "COMMITTED")
+        .orderBy(F.desc("cycle_id"))
+        .select("cycle_id", "logged_at")
+        .first()
+    )
+    if last is None:
+        return
+    aborted_there = (
+        _apply_rows(spark, catalog, dictionary.PROGRESS, name)
+        .where((F.col("cycle_id") == last.cycle_id) & (F.col("status") == "ABORTED"))
+        .limit(1)
+        .count()
+    )
+    if not aborted_there:
+        return
+    status = _apply_rows(spark, catalog, dictionary.APPLY_PROCESSES, name).first()
+    if status is not None and (
+        status.status != "ENABLED" or status.status_change_time >= last.logged_at
+    ):
+        return  # recorded, or started again after that cycle
+    error = (
+        _apply_rows(spark, catalog, dictionary.ERROR_QUEUE, name)
+        .where(F.col("cycle_id") == last.cycle_id)
+        .orderBy("source_commit_scn", "source_database", "source_transaction_id")
+        .first()
+    )
+    _set_status(
+        spark,
+        catalog,
+        settings,
+        "ABORTED",
+        (int(error.error_number), str(error.error_message)) if error is not None else None,
     )
 
 
@@ -608,6 +655,8 @@ def apply_cycle(
     """Run one apply cycle (see the module docstring); None when there is nothing to apply."""
     ensure_apply_tables(spark, catalog)
     ensure_destination_tables(spark, catalog, settings)
+    if settings.disable_on_error:
+        _record_an_unrecorded_abort(spark, catalog, settings)
     status_now = apply_status(spark, catalog, settings.apply_name)
     if status_now in ("ABORTED", "DISABLED"):
         raise ApplyAbortedError(
@@ -635,7 +684,11 @@ def apply_cycle(
     processed = _record_outcomes(cycle, inputs, fold, now)
     keep = _write_spill(cycle, inputs, processed)
     totals, watermarks = _record_progress(cycle, inputs, processed, keep, fold, versions_after, now)
+    _commit_cycle(cycle, versions_after, now)
+    # After the commit: a resumed cycle must never re-derive an abort that START_APPLY has
+    # already cleared. A kill between the two is repaired by _record_an_unrecorded_abort.
     if fold.aborted_error is not None:
+        cycle.crash_point(ABORT_STATUS_CRASH_POINT, "after the cycle commit, before ABORTED")
         _set_status(
             spark,
             catalog,
@@ -643,7 +696,6 @@ def apply_cycle(
             "ABORTED",
             (int(fold.aborted_error.error_number), str(fold.aborted_error.error_message)),
         )
-    _commit_cycle(cycle, versions_after, now)
     return CycleReport(
         cycle.apply_name,
         plan.cycle_id,
