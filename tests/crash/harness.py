@@ -281,7 +281,10 @@ class KillPoint:
             return f"{self.delay:.2f} s after the {int(self.value)}th new Delta commit{where}"
         if self.kind == "path":
             return f"{self.delay:.2f} s after {self.path} appears"
-        return f"{self.delay:.2f} s after the error queue's next commit (abort)"
+        return (
+            f"{self.delay:.2f} s after the {int(self.value)}th apply dictionary commit after "
+            "the error queue's next one (an abort being recorded)"
+        )
 
 
 @dataclass
@@ -337,6 +340,7 @@ class CrashDriver:
         self.seed = seed
         self.records: list[RunRecord] = []
         self.expected: dict[str, float] = {"ingest": 25.0, "apply": 45.0}
+        self.completed: dict[str, list[float]] = {}
         self.clock = time.monotonic()
         self.executable = lakeapply_executable()
         logs.mkdir(parents=True, exist_ok=True)
@@ -357,16 +361,33 @@ class CrashDriver:
         if point.kind == "path":
             target = self.warehouse / point.path
             return lambda now: now + point.delay if target.exists() else None
-        table_glob = (
-            (point.path or "*/*") if point.kind == "commits" else f"{PREFIX}_apply.db/error_queue"
-        )
-        need = int(point.value) if point.kind == "commits" else 1
+        if point.kind == "abort":
+            return self._abort_trigger(point)
+        table_glob = point.path or "*/*"
         baseline = _delta_commits(self.warehouse, table_glob)
         return lambda now: (
             now + point.delay
-            if _delta_commits(self.warehouse, table_glob) - baseline >= need
+            if _delta_commits(self.warehouse, table_glob) - baseline >= int(point.value)
             else None
         )
+
+    def _abort_trigger(self, point: KillPoint) -> Callable[[float], float | None]:
+        """After the error queue's next commit, ``value`` more commits of the apply dictionary
+        (error messages, spill, progress, the ABORTED status, the cycle's commit)."""
+        queue, dictionary = f"{PREFIX}_apply.db/error_queue", f"{PREFIX}_apply.db/*"
+        queue_baseline = _delta_commits(self.warehouse, queue)
+        after_queue: list[int] = []
+
+        def trigger(now: float) -> float | None:
+            if not after_queue:
+                if _delta_commits(self.warehouse, queue) <= queue_baseline:
+                    return None
+                after_queue.append(_delta_commits(self.warehouse, dictionary))
+            if _delta_commits(self.warehouse, dictionary) - after_queue[0] >= int(point.value):
+                return now + point.delay
+            return None
+
+        return trigger
 
     def run_once(self, args: Sequence[str], point: KillPoint | None) -> RunRecord:
         number = len(self.records) + 1
@@ -423,7 +444,10 @@ class CrashDriver:
         self.records.append(record)
         print(record.describe(), flush=True)
         if killed_at is None and process.returncode == 0 and command in self.expected:
-            self.expected[command] = record.duration
+            # The shortest completed run: time kills then land inside the work, not after it.
+            known = self.completed.setdefault(command, [])
+            known.append(record.duration)
+            self.expected[command] = min(known)
         return record
 
     def run(
@@ -511,6 +535,7 @@ def run_scenario(
     reference = Catalog(reference_prefix)
     kill_plan: list[str] = []
     crash_aborts = reference_aborts = 0
+    carried: list[KillPoint] = []
 
     def planned(step: str, points: list[KillPoint]) -> list[KillPoint]:
         kill_plan.extend(f"{step}: {p.describe()}" for p in points)
@@ -552,12 +577,14 @@ def run_scenario(
                 admin.publish_settings(spark, reference, settings)
         # Random points first; the abort point goes to the run that gets past them.
         points = [_random_point(rng, 10) for _ in range(shape.apply_kills)]
-        points.append(KillPoint("abort", 0, rng.uniform(0.0, 3.0)))
+        abort_point = KillPoint("abort", rng.randint(0, 4), rng.uniform(0.0, 0.3))
+        points.extend([*carried, abort_point])
         if stage == 1:
             points.insert(
                 0, KillPoint("path", 0, rng.uniform(0.0, 2.0), f"tables/{PREFIX}_silver.db")
             )
         points = planned(f"stage {stage} apply", points)
+        points_of_stage = list(points)
         while True:
             record = driver.run(
                 ["apply", "--apply-name", APPLY_NAME],
@@ -568,6 +595,9 @@ def run_scenario(
                 break
             crash_aborts += 1
             driver.run(["admin", "start-apply", APPLY_NAME], [])
+        # An abort point no run used (no error transaction in this stage) waits for the next.
+        used = {id(r.kill) for r in driver.records if r.killed_at is not None or aborted(r)}
+        carried = [p for p in points_of_stage if p.kind == "abort" and id(p) not in used]
         while True:
             reports = run_apply(spark, reference, admin.load_settings(spark, reference, APPLY_NAME))
             if not (reports and reports[-1].aborted):

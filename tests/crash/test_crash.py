@@ -78,7 +78,7 @@ def test_sigkilled_ingest_and_apply_equal_an_uninterrupted_run(
     abort, and random kills (time or n-th Delta commit) of every step."""
     seed = int(os.environ.get("LAKEAPPLY_CRASH_SEED", "1"))
     reference = _reference_prefix(seed)
-    shape = Shape(transactions=200, stages=2, ingest_kills=2, apply_kills=2)
+    shape = Shape(transactions=200, stages=2, ingest_kills=2, apply_kills=3)
     result = run_scenario(spark, tmp_path, seed, shape, reference)
     verify(spark, tmp_path, result, reference)
     assert result.driver.kills >= 10, result.header()
