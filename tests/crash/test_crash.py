@@ -109,34 +109,32 @@ def test_soak_at_least_100_sigkills(
     print(f"soak: {kills} SIGKILLs in {scenarios} scenarios, all equal to uninterrupted runs")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "engine.apply_cycle writes the ABORTED status (_set_status) before the cycle's COMMITTED "
-        "row: a SIGKILL between the two leaves the cycle uncommitted; after START_APPLY the "
-        "resumed cycle aborts again on the transaction already in the error queue, so one "
-        "START_APPLY is swallowed (2 needed for 1 error transaction)"
-    ),
-)
-def test_kill_right_after_the_abort_status_is_written(spark: SparkSession, tmp_path: Path) -> None:
-    """disable_on_error = Y: SIGKILL the apply the moment its ABORTED status is committed, before
-    the cycle's COMMITTED row. The abort is recorded (the rerun says ABORTED); after one
-    START_APPLY per error transaction, everything is applied, as in an uninterrupted run."""
+def test_kill_between_the_cycle_commit_and_the_abort_status(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """disable_on_error = Y: SIGKILL the apply the moment the aborting cycle's COMMITTED row is
+    written, before its ABORTED status. The rerun records the abort (it says ABORTED); one
+    START_APPLY per error transaction then applies everything, as in an uninterrupted run.
+    (Found by this harness: the status used to be written first, and a kill between the two
+    made the resumed cycle abort again, swallowing one START_APPLY.)"""
     workload = build_workload(seed=3, transactions=120, stages=1)  # one error transaction
     landing = Landing(tmp_path / "landing", workload)
     landing.write_to(workload.boundaries[0])
     driver = CrashDriver(tmp_path / "crash-warehouse", tmp_path / "logs", seed=3)
     driver.run(["ingest", "--landing", str(landing.folder)], [])
     driver.run(["configure", "--config", str(workload.config(tmp_path / "crash.yml"))], [])
-    status_commit = KillPoint("commits", 1, 0.0, f"{PREFIX}_apply.db/apply_processes")
-    first = driver.run_once(["apply", "--apply-name", APPLY_NAME], status_commit)
+    # The cycles table gets two commits per cycle: PLANNED, then COMMITTED.
+    cycle_commit = KillPoint("commits", 2, 0.0, f"{PREFIX}_apply.db/cycles")
+    first = driver.run_once(["apply", "--apply-name", APPLY_NAME], cycle_commit)
     if first.killed_at is None:
         pytest.skip(f"the apply finished before the kill (window missed):\n{driver.history()}")
     load = path_loader(spark, tmp_path / "crash-warehouse")
     cycles = {(r.cycle_id, r.phase) for r in load("apply", "cycles").collect()}
     last = max(cycle for cycle, _ in cycles)
     status = [r.status for r in load("apply", "apply_processes").collect()]
-    assert (last, "COMMITTED") not in cycles and status == ["ABORTED"], driver.history()
+    if status == ["ABORTED"]:
+        pytest.skip(f"the status was written before the kill (window missed):\n{driver.history()}")
+    assert (last, "COMMITTED") in cycles, driver.history()
 
     starts = 0
     while True:
