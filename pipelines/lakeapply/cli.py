@@ -470,7 +470,7 @@ def run(obj: CliContext, landing: Path, seed: int, transactions: int) -> None:
 def _apply_settings(spark: Any, catalog: Any, apply_name: str | None) -> Any:
     """The effective settings from the dictionary tables (the only apply, if none is named)."""
     from lakeapply.errors import ConfigurationError
-    from lakeapply.silver import tables as dictionary
+    from lakeapply.silver import dictionary
     from lakeapply.silver.admin import load_settings
     from lakeapply.silver.engine import ensure_apply_tables
 

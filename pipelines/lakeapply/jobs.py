@@ -17,7 +17,7 @@ from lakeapply.gold.runner import render_sqlplus, run_gold
 from lakeapply.landing.generator import WorkloadSpec, write_workload
 from lakeapply.runtime.catalog import Catalog
 from lakeapply.runtime.session import LocalSparkSettings, get_spark
-from lakeapply.silver import tables as dictionary
+from lakeapply.silver import dictionary
 from lakeapply.silver.admin import load_settings, publish_settings
 from lakeapply.silver.config import load_config
 from lakeapply.silver.engine import ensure_apply_tables, run_apply

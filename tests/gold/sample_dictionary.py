@@ -19,7 +19,7 @@ APPLY_HALTED (FULL, disable_on_error Y) applied 2000, then aborted on ORA-26787 
 2.3.202 (first SCN 2015, committed at 2020) is not processed: it waits in the spill and is the
 oldest SCN.
 
-``populate`` writes it with the schemas of lakeapply.silver.tables; tests/gold/test_gold.py
+``populate`` writes it with the schemas of lakeapply.silver.dictionary; tests/gold/test_gold.py
 uses it, and so can a hand-run of the standalone ``dbt build`` (see dbt/README.md).
 """
 
@@ -38,7 +38,7 @@ from pyspark.sql import types as T
 from lakeapply.bronze.tables import LCR_TABLE, lcr_table_schema
 from lakeapply.contract.table_definitions import SCHEMAS_DIR, sample_table_definitions
 from lakeapply.runtime.catalog import Catalog, ensure_database, ensure_delta_table
-from lakeapply.silver import tables as apply_tables
+from lakeapply.silver import dictionary as apply_tables
 
 APPLY = "APPLY_DEMO"
 HALTED = "APPLY_HALTED"

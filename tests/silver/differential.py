@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 
 from lakeapply.contract.identifiers import quote
 from lakeapply.runtime.catalog import Catalog
-from lakeapply.silver import tables as dictionary
+from lakeapply.silver import dictionary
 from lakeapply.silver.engine import (
     apply_status,
     ensure_apply_tables,

@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 from lakeapply.contract.table_definitions import table_definition_from_dict
 from lakeapply.errors import ApplyAbortedError
 from lakeapply.runtime.catalog import Catalog
-from lakeapply.silver import tables as dictionary
+from lakeapply.silver import dictionary
 from lakeapply.silver.engine import (
     ABORT_STATUS_CRASH_POINT,
     SimulatedApplyCrash,

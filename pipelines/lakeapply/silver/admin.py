@@ -28,8 +28,7 @@ from lakeapply.contract.identifiers import quote, sql_string_literal, validate_o
 from lakeapply.contract.table_definitions import TableDefinition, table_definition_from_dict
 from lakeapply.errors import ConfigurationError
 from lakeapply.runtime.catalog import Catalog
-from lakeapply.silver import engine
-from lakeapply.silver import tables as dictionary
+from lakeapply.silver import dictionary, engine
 from lakeapply.silver.settings import (
     ApplySettings,
     CommitSerialization,

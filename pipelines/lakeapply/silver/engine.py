@@ -39,7 +39,7 @@ from lakeapply.contract.table_definitions import ColumnDefinition
 from lakeapply.errors import ApplyAbortedError
 from lakeapply.runtime.catalog import Catalog, ensure_database, ensure_delta_table
 from lakeapply.runtime.retry import retry_on_concurrent_modification
-from lakeapply.silver import tables as dictionary
+from lakeapply.silver import dictionary
 from lakeapply.silver.components import key_components
 from lakeapply.silver.fold import FOLD_OUTPUT_SCHEMA, FoldPlan, Position, fold_function
 from lakeapply.silver.settings import ApplySettings, DestinationTable

@@ -57,7 +57,7 @@ from lakeapply.contract.identifiers import quote, sql_string_literal
 from lakeapply.contract.table_definitions import TableDefinition, table_definition_from_dict
 from lakeapply.errors import ConfigurationError, LakeapplyError
 from lakeapply.runtime.catalog import Catalog
-from lakeapply.silver import tables as dictionary
+from lakeapply.silver import dictionary
 from lakeapply.silver.config import load_config
 from lakeapply.silver.engine import (
     CycleReport,
