@@ -35,7 +35,7 @@ test-slow: $(STAMP) ## Wide property runs: the differential at >= 300 workloads 
 	$(BIN)/pytest -q -m slow
 
 .PHONY: soak
-soak: $(STAMP) ## Crash soak: >= 100 seeded SIGKILLs of real ingest/apply processes
+soak: $(STAMP) ## Crash soak: the 10-kill scenario, then >= 100 seeded SIGKILLs of real ingest/apply processes (hours)
 	$(BIN)/pytest -q -m soak
 
 BENCH_STAMP := $(VENV)/.bench-installed
