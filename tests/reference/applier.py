@@ -5,6 +5,11 @@ transactions one at a time in commit-SCN order, and the LCRs of a transaction on
 plain Python dictionaries. Nothing here is fast; everything here should be obviously right. The
 engine (set-based, on Delta) must end in the same tables, error queue, counters and watermarks.
 
+It is independent of the package: it imports nothing from ``lakeapply``. Configuration (types,
+keys, instantiation SCNs, handlers) is read from the public formats by ./config.py, and values
+are converted here (D8); tests/silver/differential.py compares both results as test-owned
+canonical values.
+
 Decisions taken where the spec is silent; the code marks each place with its number:
 
 D1  A transaction is committed when its COMMIT has landed; its CSCN is the COMMIT's ``scn``. A
@@ -56,6 +61,8 @@ D10 DDL LCRs obey the tag rule only (no table rule, no instantiation SCN) and ar
 D11 LOB piecewise commands (LOB WRITE/ERASE/TRIM) are not applied yet: ORA-03001.
 D12 Malformed input beyond the JSON Schema's reach (a column twice in one image, two COMMITs
     with different SCNs) is a ValueError, not a guess.
+D13 Declarative transformations (lakeapply.yml ``transformations``) run on each row LCR of
+    their table after the rules, before every check of D5, in their declared order.
 
 Commit serialization: only FULL is modelled. A DEPENDENT_TRANSACTIONS apply may reuse these
 results: applying one transaction at a time in CSCN order is one valid DEPENDENT_TRANSACTIONS
@@ -73,17 +80,15 @@ from datetime import UTC, datetime
 from decimal import MAX_EMAX, MIN_EMIN, ROUND_HALF_UP, Context, Decimal
 from typing import Any
 
-from lakeapply.contract.oracle_types import (
-    MAX_DECIMAL_PRECISION,
-    UNCONSTRAINED_NUMBER_SCALE,
-    TypeFamily,
-)
-from lakeapply.contract.table_definitions import ColumnDefinition, TableDefinition
-from lakeapply.silver.settings import (
-    ApplySettings,
-    ConflictResolution,
-    DestinationTable,
-    UpdateConflictHandler,
+from . import config as kinds
+from .config import (
+    UNCONSTRAINED_PRECISION,
+    UNCONSTRAINED_SCALE,
+    ApplyProcess,
+    Column,
+    ConflictHandler,
+    Definition,
+    Destination,
 )
 
 ROW_COMMANDS = ("INSERT", "UPDATE", "DELETE")
@@ -135,6 +140,9 @@ class ReferenceResult:
     high_watermark: dict[str, int | None]
     oldest_scn: dict[str, int | None]
     aborted: bool = False  # disable_on_error = Y stopped the apply at an error
+    # (source_database, transaction_id) -> (commit SCN, APPLIED | IGNORED | ERROR), for every
+    # committed transaction processed
+    outcomes: dict[tuple[str, str], tuple[int, str]] = field(default_factory=dict)
     ddl: list[dict[str, Any]] = field(default_factory=list)  # DDL LCRs of applied transactions
 
 
@@ -148,7 +156,7 @@ _HEX_TEXT = re.compile(r"([0-9A-Fa-f]{2})*")
 _DECIMAL_CONTEXT = Context(prec=200, rounding=ROUND_HALF_UP, Emax=MAX_EMAX, Emin=MIN_EMIN)
 
 
-def convert_value(column: ColumnDefinition, raw: str | int | float | None) -> Any:
+def convert_value(column: Column, raw: str | int | float | None) -> Any:
     """Convert one LCR value (contract form) to the Python value of the destination column.
 
     Raises ApplyRowError with the Oracle error when the value does not convert exactly (D8)."""
@@ -156,35 +164,35 @@ def convert_value(column: ColumnDefinition, raw: str | int | float | None) -> An
         return None
     if isinstance(raw, bool) or not isinstance(raw, str | int | float):
         raise TypeError(f"column {column.name}: {raw!r} is not an LCR value (string or number)")
-    family = column.oracle_type.family
-    if family is TypeFamily.NUMBER:
+    kind = column.kind
+    if kind == kinds.NUMBER:
         return _to_number(column, raw)
-    if family is TypeFamily.FLOAT:
+    if kind == kinds.FLOATING:
         return _to_float(column, raw)
-    if family in (TypeFamily.CHARACTER, TypeFamily.LOB_CHARACTER):
+    if kind in (kinds.CHARACTER, kinds.TEXT_LOB):
         return _to_character(column, raw)
-    if family in (TypeFamily.DATETIME, TypeFamily.DATETIME_TZ):
+    if kind in (kinds.DATETIME, kinds.DATETIME_TZ):
         return _to_datetime(column, raw)
-    if family is TypeFamily.INTERVAL_YM:
+    if kind == kinds.YEAR_MONTH:
         return _to_interval_year_to_month(column, raw)
-    if family is TypeFamily.INTERVAL_DS:
+    if kind == kinds.DAY_SECOND:
         return _to_interval_day_to_second(column, raw)
-    return _to_binary(column, raw)  # BINARY, LOB_BINARY
+    return _to_binary(column, raw)  # RAW, BLOB, LONG RAW
 
 
 def _number_text(raw: str | int | float) -> str:
     return raw if isinstance(raw, str) else repr(raw)
 
 
-def _to_number(column: ColumnDefinition, raw: str | int | float) -> Decimal:
+def _to_number(column: Column, raw: str | int | float) -> Decimal:
     text = _number_text(raw)
     if not _NUMBER_TEXT.fullmatch(text):
         raise _ora(1722, f"invalid number: column {column.name} value {text!r}")
     value = Decimal(text.strip())
-    precision = column.oracle_type.precision
-    scale = column.oracle_type.scale or 0
-    if precision is None:  # NUMBER, FLOAT(b): stored as DECIMAL(38,10) (oracle_types docstring)
-        precision, scale = MAX_DECIMAL_PRECISION, UNCONSTRAINED_NUMBER_SCALE
+    precision = column.type.precision
+    scale = column.type.scale or 0
+    if precision is None:  # NUMBER, FLOAT(b): stored as DECIMAL(38,10) (README type mapping)
+        precision, scale = UNCONSTRAINED_PRECISION, UNCONSTRAINED_SCALE
     too_large = _ora(
         1438,
         f"value larger than specified precision allowed for this column: column {column.name} "
@@ -200,13 +208,13 @@ def _to_number(column: ColumnDefinition, raw: str | int | float) -> Decimal:
     return rounded.copy_abs() if rounded == 0 else rounded  # no negative zero
 
 
-def _to_float(column: ColumnDefinition, raw: str | int | float) -> float:
+def _to_float(column: Column, raw: str | int | float) -> float:
     text = _number_text(raw)
     if not _NUMBER_TEXT.fullmatch(text):
         raise _ora(1722, f"invalid number: column {column.name} value {text!r}")
     value = float(text.strip())
     overflow = _ora(1426, f"numeric overflow: column {column.name} value {text.strip()!r}")
-    if column.oracle_type.name == "BINARY_FLOAT":  # a 32-bit float, as the Delta FLOAT column
+    if column.type.name == "BINARY_FLOAT":  # a 32-bit float, as the Delta FLOAT column
         try:
             value = float(struct.unpack("f", struct.pack("f", value))[0])
         except OverflowError:  # (older Pythons raise; newer ones round to infinity)
@@ -224,22 +232,22 @@ def _plain_decimal_text(value: Decimal) -> str:
     return text
 
 
-def _to_character(column: ColumnDefinition, raw: str | int | float) -> str:
+def _to_character(column: Column, raw: str | int | float) -> str:
     text = raw if isinstance(raw, str) else _plain_decimal_text(Decimal(repr(raw)))
-    length = column.oracle_type.length
-    if column.oracle_type.family is TypeFamily.CHARACTER and length is not None:
+    length = column.type.length
+    if column.kind == kinds.CHARACTER and length is not None:
         if len(text) > length:
             raise _ora(
                 12899,
                 f'value too large for column "{column.name}" (actual: {len(text)}, '
                 f"maximum: {length})",
             )
-        if column.oracle_type.name in ("CHAR", "NCHAR"):
+        if column.type.name in ("CHAR", "NCHAR"):
             text = text.ljust(length)  # D8: CHAR is blank-padded
     return text
 
 
-def _to_datetime(column: ColumnDefinition, raw: str | int | float) -> datetime:
+def _to_datetime(column: Column, raw: str | int | float) -> datetime:
     bad = _ora(
         1858,
         "a non-numeric character was found where a numeric was expected: "
@@ -251,7 +259,7 @@ def _to_datetime(column: ColumnDefinition, raw: str | int | float) -> datetime:
         value = datetime.fromisoformat(raw.strip())
     except ValueError:
         raise bad from None
-    if column.oracle_type.family is TypeFamily.DATETIME:
+    if column.kind == kinds.DATETIME:
         return value.replace(tzinfo=None)  # D8: wall-clock time, as CAST(... AS TIMESTAMP)
     if value.tzinfo is None:
         return value.replace(tzinfo=UTC)  # D8: no offset means UTC
@@ -266,11 +274,11 @@ _DS_ISO = re.compile(
 )
 
 
-def _invalid_interval(column: ColumnDefinition, raw: str | int | float) -> ApplyRowError:
+def _invalid_interval(column: Column, raw: str | int | float) -> ApplyRowError:
     return _ora(1867, f"the interval is invalid: column {column.name} value {raw!r}")
 
 
-def _to_interval_year_to_month(column: ColumnDefinition, raw: str | int | float) -> str:
+def _to_interval_year_to_month(column: Column, raw: str | int | float) -> str:
     text = raw.strip() if isinstance(raw, str) else ""
     literal = _YM_LITERAL.fullmatch(text)
     iso = _YM_ISO.fullmatch(text)
@@ -289,7 +297,7 @@ def _to_interval_year_to_month(column: ColumnDefinition, raw: str | int | float)
     return f"{sign}{years:02d}-{months:02d}"
 
 
-def _to_interval_day_to_second(column: ColumnDefinition, raw: str | int | float) -> str:
+def _to_interval_day_to_second(column: Column, raw: str | int | float) -> str:
     text = raw.strip() if isinstance(raw, str) else ""
     literal = _DS_LITERAL.fullmatch(text)
     iso = _DS_ISO.fullmatch(text)
@@ -315,16 +323,12 @@ def _to_interval_day_to_second(column: ColumnDefinition, raw: str | int | float)
     return f"{sign}{days:02d} {hours:02d}:{minutes:02d}:{seconds:02d}.{micros:06d}"
 
 
-def _to_binary(column: ColumnDefinition, raw: str | int | float) -> bytes:
+def _to_binary(column: Column, raw: str | int | float) -> bytes:
     if not isinstance(raw, str) or not _HEX_TEXT.fullmatch(raw):
         raise _ora(1465, f"invalid hex number: column {column.name} value {raw!r}")
     value = bytes.fromhex(raw)
-    length = column.oracle_type.length
-    if (
-        column.oracle_type.family is TypeFamily.BINARY
-        and length is not None
-        and len(value) > length
-    ):
+    length = column.type.length
+    if column.kind == kinds.RAW and length is not None and len(value) > length:
         raise _ora(
             12899,
             f'value too large for column "{column.name}" (actual: {len(value)}, maximum: {length})',
@@ -382,7 +386,7 @@ def _is_ddl(lcr: dict[str, Any]) -> bool:
 
 
 def _group_transactions(
-    settings: ApplySettings, lcrs: Iterable[dict[str, Any]]
+    settings: ApplyProcess, lcrs: Iterable[dict[str, Any]]
 ) -> tuple[list[_Transaction], int]:
     """Rule 1: group the apply's LCRs by (source database, transaction id). Returns the
     transactions (in first-arrival order) and the number of LCRs received (D4)."""
@@ -414,7 +418,7 @@ def _group_transactions(
 
 
 def reference_apply(
-    settings: ApplySettings,
+    settings: ApplyProcess,
     lcrs: Iterable[dict[str, Any]],
     initial_rows: Mapping[str, Iterable[dict[str, Any]]] | None = None,
 ) -> ReferenceResult:
@@ -445,6 +449,15 @@ def reference_apply(
     not_fully_applied = [t for t in transactions if not t.rolled_back and t.commit_scn is None]
     for index, transaction in enumerate(committed):
         outcome = _apply_transaction(settings, result.tables, transaction)
+        assert transaction.commit_scn is not None
+        result.outcomes[(transaction.source_database, transaction.transaction_id)] = (
+            transaction.commit_scn,
+            "ERROR"
+            if isinstance(outcome, ErrorTransaction)
+            else "IGNORED"
+            if outcome.ignored
+            else "APPLIED",
+        )
         if isinstance(outcome, ErrorTransaction):
             # Rule 8: none of it is applied (its staged tables are dropped); it goes to the queue.
             result.errors.append(outcome)
@@ -486,34 +499,35 @@ class _Applied:
     ddl: list[dict[str, Any]]
 
 
-def _passes_rules(settings: ApplySettings, database: str, lcr: dict[str, Any]) -> bool:
+def _passes_rules(settings: ApplyProcess, database: str, lcr: dict[str, Any]) -> bool:
     """Rule 2: the tag rule, then the table rules (a row LCR needs a destination table)."""
     if settings.discard_tagged and lcr.get("tag") is not None:
         return False
     if _is_ddl(lcr):
         return True  # D10
-    return settings.table_for(database, lcr["object_owner"], lcr["object_name"]) is not None
+    return settings.destination(database, lcr["object_owner"], lcr["object_name"]) is not None
 
 
 def _apply_transaction(
-    settings: ApplySettings, tables: Tables, transaction: _Transaction
+    settings: ApplyProcess, tables: Tables, transaction: _Transaction
 ) -> _Applied | ErrorTransaction:
     """Apply one committed transaction to a copy of ``tables``: the copy, or the error."""
     database = transaction.source_database
     commit_scn = transaction.commit_scn
     assert commit_scn is not None
     passed = [lcr for lcr in transaction.ordered_lcrs() if _passes_rules(settings, database, lcr)]
-    messages = [lcr for lcr in passed if not _is_ddl(lcr)]  # D2
+    # D2; rule 6: each table's transformations run on its row LCRs after the rules.
+    messages = [_transformed(settings, database, lcr) for lcr in passed if not _is_ddl(lcr)]
     ddl = [lcr for lcr in passed if _is_ddl(lcr)]
     # Copy-on-write: rows are never changed in place, so copying each table's dict is enough.
     staged = {name: dict(rows) for name, rows in tables.items()}
     discarded = applied = 0
     for number, lcr in enumerate(messages, start=1):
-        table = settings.table_for(database, lcr["object_owner"], lcr["object_name"])
+        table = settings.destination(database, lcr["object_owner"], lcr["object_name"])
         assert table is not None  # rule 2 let it through
         try:
             # Rule 3: instantiation SCN (table, else schema, else global level).
-            instantiation_scn = settings.instantiation_scn_for(
+            instantiation_scn = settings.instantiation_scn(
                 database, lcr["object_owner"], lcr["object_name"]
             )
             if instantiation_scn is None:
@@ -542,6 +556,51 @@ def _apply_transaction(
     return _Applied(staged, ignored=discarded > 0 and applied == 0 and not ddl, ddl=ddl)
 
 
+def _transformed(settings: ApplyProcess, database: str, lcr: dict[str, Any]) -> dict[str, Any]:
+    """D13: a table's declarative transformations, step by step, on a copy of the LCR. A step
+    acts on old values, new values or both (``value_type``: OLD, NEW, *; ADD COLUMN defaults to
+    NEW, the others to both); ADD COLUMN only on the images its command has, replacing a value
+    the LCR already has for the column; constants only (expressions are the engine's)."""
+    table = settings.destination(database, lcr["object_owner"], lcr["object_name"])
+    if table is None or not table.transformations:
+        return lcr
+    lcr = dict(lcr)
+    images = {"old_values": "OLD", "new_values": "NEW"}
+    for step in table.transformations:
+        acts_on = step.get("value_type", "NEW" if "add_column" in step else "*")
+        for image, name in images.items():
+            if acts_on not in (name, "*"):
+                continue
+            values = [dict(v) for v in lcr.get(image) or []]
+            if "delete_column" in step:
+                values = [v for v in values if v["column_name"] != step["delete_column"]]
+            elif "keep_columns" in step:
+                values = [v for v in values if v["column_name"] in step["keep_columns"]]
+            elif "rename_column" in step:
+                rename = step["rename_column"]
+                for v in values:
+                    if v["column_name"] == rename["from"]:
+                        v["column_name"] = rename["to"]
+            else:
+                add = step["add_column"]
+                has_image = lcr["command_type"] in (
+                    ("INSERT", "UPDATE") if image == "new_values" else ("UPDATE", "DELETE")
+                )
+                if not has_image:
+                    continue
+                values = [v for v in values if v["column_name"] != add["column"]]
+                values.append(
+                    {
+                        "column_name": add["column"],
+                        "data_type": add.get("data_type", "VARCHAR2"),
+                        "value": add.get("value"),
+                    }
+                )
+            if image in lcr or values:
+                lcr[image] = values
+    return lcr
+
+
 # --------------------------------------------------------------------------------------------
 # One row LCR (rules 5, 6 and 7)
 # --------------------------------------------------------------------------------------------
@@ -566,13 +625,13 @@ def _key_text(columns: tuple[str, ...], *images: list[dict[str, Any]]) -> str:
     return f"({', '.join(columns)})=({', '.join(values)})"
 
 
-def _apply_row_lcr(table: DestinationTable, rows: dict[Key, Row], lcr: dict[str, Any]) -> None:
+def _apply_row_lcr(table: Destination, rows: dict[Key, Row], lcr: dict[str, Any]) -> None:
     """Apply one row LCR to ``rows`` (one destination table), or raise ApplyRowError."""
     command = lcr["command_type"]
     definition = table.definition
     if command in LOB_COMMANDS:  # D11
         raise _ora(3001, f"unimplemented feature: {command} on {definition.qualified_name}")
-    key_columns = table.effective_key
+    key_columns = table.key
     old_image = _image(lcr, "old_values") if command in ("UPDATE", "DELETE") else []  # D5
     new_image = _image(lcr, "new_values") if command in ("INSERT", "UPDATE") else []
     key_image = new_image if command == "INSERT" else old_image
@@ -599,7 +658,7 @@ def _apply_row_lcr(table: DestinationTable, rows: dict[Key, Row], lcr: dict[str,
 
 
 def _convert_image(
-    definition: TableDefinition, image: list[dict[str, Any]], where: str
+    definition: Definition, image: list[dict[str, Any]], where: str
 ) -> dict[str, Any]:
     converted = {}
     for value in image:
@@ -612,13 +671,13 @@ def _convert_image(
 
 
 def _insert(
-    table: DestinationTable,
+    table: Destination,
     rows: dict[Key, Row],
     new: dict[str, Any],
     key_image: list[dict[str, Any]],
 ) -> None:
     definition = table.definition
-    key_columns = table.effective_key
+    key_columns = table.key
     where = f"key {_key_text(key_columns, key_image)}"
     # Rule 6: a destination column the LCR lacks gets its declared default, else NULL.
     row: Row = {}
@@ -645,22 +704,22 @@ def _insert(
 
 
 def _conflicting_columns(
-    table: DestinationTable, operation: str, current: Row, old: dict[str, Any]
+    table: Destination, operation: str, current: Row, old: dict[str, Any]
 ) -> list[str]:
     """Rule 7: the non-key old values sent in the LCR that differ (NULL-safely) from the current
     row, except the columns whose comparison is switched off for this operation."""
     conflicting = []
     for column, old_value in old.items():
-        if column in table.effective_key:
+        if column in table.key:
             continue
-        if {(column, operation), (column, "*")} & table.uncompared_columns:
+        if not table.compares(column, operation):
             continue
         if old_value != current[column]:
             conflicting.append(column)
     return conflicting
 
 
-def _conflict(definition: TableDefinition, where: str, conflicting: list[str]) -> ApplyRowError:
+def _conflict(definition: Definition, where: str, conflicting: list[str]) -> ApplyRowError:
     return _ora(
         26786,
         f"A row with {where} exists but has conflicting column(s) {', '.join(conflicting)} "
@@ -669,7 +728,7 @@ def _conflict(definition: TableDefinition, where: str, conflicting: list[str]) -
 
 
 def _update(
-    table: DestinationTable,
+    table: Destination,
     rows: dict[Key, Row],
     old: dict[str, Any],
     new: dict[str, Any],
@@ -677,7 +736,7 @@ def _update(
     new_image: list[dict[str, Any]],
 ) -> None:
     definition = table.definition
-    key_columns = table.effective_key
+    key_columns = table.key
     where = f"key {_key_text(key_columns, old_image)}"
     old_key = tuple(old[column] for column in key_columns)
     # Rule 7: the row must exist ...
@@ -690,14 +749,14 @@ def _update(
     # ... and its compared old values must match, unless update conflict handlers resolve it:
     # every conflicting column must belong to a handler's column group.
     conflicting = _conflicting_columns(table, "UPDATE", current, old)
-    handlers: list[UpdateConflictHandler] = []
+    handlers: list[ConflictHandler] = []
     for column in conflicting:
         handler = table.handler_for(column)
         if handler is None:
             raise _conflict(definition, where, conflicting)
         if handler not in handlers:
             handlers.append(handler)
-    handled = {column for handler in handlers for column in handler.column_list}
+    handled = {column for handler in handlers for column in handler.columns}
     written: dict[str, Any] = {}  # the columns this update writes, and their values
     for column, value in new.items():
         if column not in handled:
@@ -707,7 +766,7 @@ def _update(
         if lcr_wins is None:  # D7: no resolution value
             raise _conflict(definition, where, conflicting)
         if lcr_wins:
-            for column in handler.column_list:
+            for column in handler.columns:
                 if column in new:
                     written[column] = new[column]
         # else: the destination keeps its values for the whole group
@@ -733,13 +792,13 @@ def _update(
 
 
 def _lcr_wins(
-    handler: UpdateConflictHandler, current: Row, old: dict[str, Any], new: dict[str, Any]
+    handler: ConflictHandler, current: Row, old: dict[str, Any], new: dict[str, Any]
 ) -> bool | None:
     """Whether a prebuilt update conflict handler takes the LCR's values for its column group;
     None when it cannot decide (D7)."""
-    if handler.method is ConflictResolution.OVERWRITE:
+    if handler.method == "OVERWRITE":
         return True
-    if handler.method is ConflictResolution.DISCARD:
+    if handler.method == "DISCARD":
         return False
     column = handler.resolution_column
     if column in new:
@@ -751,20 +810,20 @@ def _lcr_wins(
     destination = current[column]
     if candidate is None or destination is None:
         return False  # D7: a comparison with NULL is not TRUE
-    if handler.method is ConflictResolution.MAXIMUM:
+    if handler.method == "MAXIMUM":
         return bool(candidate > destination)
     return bool(candidate < destination)  # MINIMUM
 
 
 def _delete(
-    table: DestinationTable,
+    table: Destination,
     rows: dict[Key, Row],
     old: dict[str, Any],
     old_image: list[dict[str, Any]],
 ) -> None:
     definition = table.definition
-    where = f"key {_key_text(table.effective_key, old_image)}"
-    key = tuple(old[column] for column in table.effective_key)
+    where = f"key {_key_text(table.key, old_image)}"
+    key = tuple(old[column] for column in table.key)
     # Rule 7: the row must exist and its compared old values match; no handler for deletes.
     current = rows.get(key)
     if current is None:
@@ -783,7 +842,7 @@ def _delete(
 # --------------------------------------------------------------------------------------------
 
 
-def _initial_value(column: ColumnDefinition, value: Any) -> Any:
+def _initial_value(column: Column, value: Any) -> Any:
     """An initial-copy value: raw LCR text/numbers are converted; Python values are normalised
     the same way (Decimal through its text, aware datetimes to UTC, naive ones kept)."""
     if value is None or isinstance(value, str | int | float):  # (a bool is refused there)
@@ -791,7 +850,7 @@ def _initial_value(column: ColumnDefinition, value: Any) -> Any:
     if isinstance(value, Decimal):
         return convert_value(column, str(value))
     if isinstance(value, datetime):
-        if column.oracle_type.family is TypeFamily.DATETIME_TZ:
+        if column.kind == kinds.DATETIME_TZ:
             return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
         return value.replace(tzinfo=None)
     if isinstance(value, bytes):
@@ -800,11 +859,11 @@ def _initial_value(column: ColumnDefinition, value: Any) -> Any:
 
 
 def _initial_tables(
-    settings: ApplySettings, initial_rows: Mapping[str, Iterable[dict[str, Any]]]
+    settings: ApplyProcess, initial_rows: Mapping[str, Iterable[dict[str, Any]]]
 ) -> Tables:
     """Every silver table of the settings, loaded with its initial copy (D9)."""
     tables: Tables = {}
-    destination: dict[str, DestinationTable] = {}
+    destination: dict[str, Destination] = {}
     for table in settings.tables:
         tables.setdefault(table.silver_table, {})
         destination.setdefault(table.silver_table, table)
@@ -820,7 +879,7 @@ def _initial_tables(
                     f"initial row of {silver_table}: unknown column(s) {sorted(unknown)}"
                 )
             row = {c.name: _initial_value(c, given.get(c.name)) for c in definition.columns}
-            key = tuple(row[column] for column in table.effective_key)
+            key = tuple(row[column] for column in table.key)
             if key in tables[silver_table]:
                 raise ValueError(f"initial rows of {silver_table}: duplicate key {key}")
             tables[silver_table][key] = row

@@ -3,29 +3,16 @@ of applier.py), plus a check that the differential-test workloads are contract-e
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
-
-from lakeapply.contract.lcr import lcr_json_schema
-from lakeapply.contract.oracle_types import LCR_DATA_TYPES, parse_oracle_type
-from lakeapply.contract.table_definitions import (
-    ColumnDefinition,
-    TableDefinition,
-    table_definition_from_dict,
-)
-from lakeapply.silver.settings import (
-    ApplySettings,
-    CommitSerialization,
-    ConflictResolution,
-    DestinationTable,
-    UpdateConflictHandler,
-)
 
 from .applier import (
     ApplyRowError,
@@ -34,12 +21,27 @@ from .applier import (
     convert_value,
     reference_apply,
 )
-from .workloads import workloads
+from .config import (
+    ApplyProcess,
+    Column,
+    ConflictHandler,
+    Definition,
+    Destination,
+    apply_process_from_config,
+    column_type,
+    definition_from_document,
+)
+from .workloads import Workload, workloads
+
+# The public contract files, read as files (the reference imports nothing from the package).
+SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
+LCR_SCHEMA = json.loads((SCHEMAS / "lcr.schema.json").read_text())
+LCR_DATA_TYPES = tuple(LCR_SCHEMA["$defs"]["column_value"]["properties"]["data_type"]["enum"])
 
 DB = "DBS1.EXAMPLE.COM"
 DB2 = "DBS2.EXAMPLE.COM"
 
-ACCOUNT = table_definition_from_dict(
+ACCOUNT = definition_from_document(
     {
         "owner": "APP",
         "name": "ACCOUNT",
@@ -53,10 +55,9 @@ ACCOUNT = table_definition_from_dict(
         ],
         "primary_key": ["ID"],
     },
-    "test ACCOUNT",
 )
 # No primary key: identified by a substitute key that may hold NULLs.
-CONTACT = table_definition_from_dict(
+CONTACT = definition_from_document(
     {
         "owner": "APP",
         "name": "CONTACT",
@@ -66,16 +67,14 @@ CONTACT = table_definition_from_dict(
             {"name": "VALUE", "type": "VARCHAR2(20)"},
         ],
     },
-    "test CONTACT",
 )
-AUDIT = table_definition_from_dict(
+AUDIT = definition_from_document(
     {
         "owner": "APP",
         "name": "AUDIT_LOG",
         "columns": [{"name": "ID", "type": "NUMBER"}, {"name": "TEXT", "type": "VARCHAR2(10)"}],
         "primary_key": ["ID"],
     },
-    "test AUDIT_LOG",
 )
 
 
@@ -84,14 +83,14 @@ AUDIT = table_definition_from_dict(
 # ---------------------------------------------------------------------------------------------
 
 
-def _data_type(table: TableDefinition, column: str) -> str:
+def _data_type(table: Definition, column: str) -> str:
     if column in table.column_names:
-        name = table.column(column).oracle_type.name
+        name = table.column(column).type.name
         return name if name in LCR_DATA_TYPES else "VARCHAR2"
     return "VARCHAR2"
 
 
-def values(table: TableDefinition, image: dict[str, Any]) -> list[dict[str, Any]]:
+def values(table: Definition, image: dict[str, Any]) -> list[dict[str, Any]]:
     return [
         {"column_name": name, "data_type": _data_type(table, name), "value": value}
         for name, value in image.items()
@@ -105,7 +104,7 @@ def row_lcr(
     *,
     old: dict[str, Any] | None = None,
     new: dict[str, Any] | None = None,
-    table: TableDefinition = ACCOUNT,
+    table: Definition = ACCOUNT,
     db: str = DB,
     **extra: Any,
 ) -> dict[str, Any]:
@@ -158,14 +157,14 @@ def rollback(txid: str, scn: int, db: str = DB) -> dict[str, Any]:
 
 
 def destination(
-    definition: TableDefinition = ACCOUNT,
+    definition: Definition = ACCOUNT,
     *,
     db: str = DB,
     silver_table: str | None = None,
     instantiation_scn: int | None = 0,
     **kwargs: Any,
-) -> DestinationTable:
-    return DestinationTable(
+) -> Destination:
+    return Destination(
         source_database=db,
         definition=definition,
         silver_table=silver_table or definition.name.lower(),
@@ -174,10 +173,21 @@ def destination(
     )
 
 
-def apply_settings(*tables: DestinationTable, **kwargs: Any) -> ApplySettings:
+def apply_settings(
+    *tables: Destination,
+    schema_instantiation_scns: tuple[tuple[str, str, int], ...] = (),
+    global_instantiation_scns: tuple[tuple[str, int], ...] = (),
+    **kwargs: Any,
+) -> ApplyProcess:
     tables = tables or (destination(),)
     kwargs.setdefault("source_databases", tuple(dict.fromkeys(t.source_database for t in tables)))
-    return ApplySettings(apply_name="APPLY1", tables=tables, **kwargs)
+    return ApplyProcess(
+        apply_name="APPLY1",
+        tables=tables,
+        schema_scns={(db, owner): scn for db, owner, scn in schema_instantiation_scns},
+        global_scns=dict(global_instantiation_scns),
+        **kwargs,
+    )
 
 
 def only_error(result: ReferenceResult) -> ErrorTransaction:
@@ -369,7 +379,7 @@ def test_transactions_committed_at_or_before_the_instantiation_scn_are_ignored()
 
 def test_transaction_partly_discarded_by_the_instantiation_scn_is_applied() -> None:
     settings = apply_settings(
-        destination(instantiation_scn=500), destination(CONTACT, key_columns=("ACCOUNT_ID",))
+        destination(instantiation_scn=500), destination(CONTACT, substitute_key=("ACCOUNT_ID",))
     )
     result = reference_apply(
         settings,
@@ -388,7 +398,7 @@ def test_transaction_partly_discarded_by_the_instantiation_scn_is_applied() -> N
 def test_error_transaction_lists_its_messages_discarded_by_the_instantiation_scn_too() -> None:
     settings = apply_settings(
         destination(instantiation_scn=500),
-        destination(CONTACT, key_columns=("ACCOUNT_ID",)),
+        destination(CONTACT, substitute_key=("ACCOUNT_ID",)),
         disable_on_error=False,
     )
     result = reference_apply(
@@ -545,7 +555,7 @@ def test_key_values_are_compared_after_conversion() -> None:
 
 
 def test_substitute_key_with_nulls_matches_null_safely() -> None:
-    settings = apply_settings(destination(CONTACT, key_columns=("ACCOUNT_ID", "KIND")))
+    settings = apply_settings(destination(CONTACT, substitute_key=("ACCOUNT_ID", "KIND")))
     result = reference_apply(
         settings,
         [
@@ -563,7 +573,7 @@ def test_substitute_key_with_nulls_matches_null_safely() -> None:
 
 
 def test_insert_of_a_second_null_substitute_key_is_ora_00001() -> None:
-    settings = apply_settings(destination(CONTACT, key_columns=("ACCOUNT_ID", "KIND")))
+    settings = apply_settings(destination(CONTACT, substitute_key=("ACCOUNT_ID", "KIND")))
     result = reference_apply(
         settings,
         [
@@ -576,7 +586,7 @@ def test_insert_of_a_second_null_substitute_key_is_ora_00001() -> None:
 
 
 def test_table_without_primary_key_is_identified_by_all_its_non_lob_columns() -> None:
-    notes = table_definition_from_dict(
+    notes = definition_from_document(
         {
             "owner": "APP",
             "name": "NOTE",
@@ -586,7 +596,6 @@ def test_table_without_primary_key_is_identified_by_all_its_non_lob_columns() ->
                 {"name": "BODY", "type": "CLOB"},
             ],
         },
-        "test NOTE",
     )
     result = reference_apply(
         apply_settings(destination(notes)),
@@ -652,7 +661,7 @@ def test_row_lcr_without_a_key_column_value_is_ora_26688(lcr: dict[str, Any]) ->
 
 
 def test_key_column_with_a_default_is_still_needed_in_the_insert() -> None:
-    keyed_by_status = destination(key_columns=("STATUS",))
+    keyed_by_status = destination(substitute_key=("STATUS",))
     result = reference_apply(
         apply_settings(keyed_by_status),
         [insert("1.1.1", 100, {"ID": "1"}), commit("1.1.1", 101)],
@@ -745,8 +754,8 @@ def test_value_that_does_not_convert_is_an_error_naming_table_and_key(
     assert "key (ID)=(" in error.error_message
 
 
-def _column(type_text: str) -> ColumnDefinition:
-    return ColumnDefinition("C", parse_oracle_type(type_text))
+def _column(type_text: str) -> Column:
+    return Column("C", column_type(type_text))
 
 
 @pytest.mark.parametrize(
@@ -939,11 +948,7 @@ def test_old_values_are_compared_after_conversion_and_null_safely() -> None:
 
 
 def test_delete_whose_old_values_differ_is_ora_26786_even_with_an_update_handler() -> None:
-    table = destination(
-        update_conflict_handlers=(
-            UpdateConflictHandler(ConflictResolution.OVERWRITE, ("HOLDER",), "HOLDER"),
-        )
-    )
+    table = destination(handlers=(ConflictHandler("OVERWRITE", ("HOLDER",), "HOLDER"),))
     result = reference_apply(
         apply_settings(table),
         [*ALICE_APPLIED, delete("2.2.2", 102, {"ID": "1", "HOLDER": "Bob"}), commit("2.2.2", 103)],
@@ -953,7 +958,7 @@ def test_delete_whose_old_values_differ_is_ora_26786_even_with_an_update_handler
 
 @pytest.mark.parametrize("operation", ["UPDATE", "*"])
 def test_column_whose_comparison_is_switched_off_does_not_conflict(operation: str) -> None:
-    table = destination(uncompared_columns=frozenset({("HOLDER", operation)}))
+    table = destination(uncompared=frozenset({("HOLDER", operation)}))
     result = reference_apply(
         apply_settings(table),
         [
@@ -967,7 +972,7 @@ def test_column_whose_comparison_is_switched_off_does_not_conflict(operation: st
 
 
 def test_comparison_switched_off_for_update_still_compares_deletes() -> None:
-    table = destination(uncompared_columns=frozenset({("HOLDER", "UPDATE")}))
+    table = destination(uncompared=frozenset({("HOLDER", "UPDATE")}))
     result = reference_apply(
         apply_settings(table),
         [
@@ -979,13 +984,9 @@ def test_comparison_switched_off_for_update_still_compares_deletes() -> None:
     assert only_error(result).error_number == 26786
 
 
-def _with_handler(method: ConflictResolution) -> ApplySettings:
+def _with_handler(method: str) -> ApplyProcess:
     return apply_settings(
-        destination(
-            update_conflict_handlers=(
-                UpdateConflictHandler(method, ("BALANCE", "VERSION"), "VERSION"),
-            )
-        )
+        destination(handlers=(ConflictHandler(method, ("BALANCE", "VERSION"), "VERSION"),))
     )
 
 
@@ -1000,7 +1001,7 @@ def _conflicting_update(new: dict[str, Any]) -> list[dict[str, Any]]:
 
 def test_overwrite_handler_takes_the_lcr_values_for_its_column_group() -> None:
     result = reference_apply(
-        _with_handler(ConflictResolution.OVERWRITE),
+        _with_handler("OVERWRITE"),
         _conflicting_update({"BALANCE": "50", "VERSION": "0", "HOLDER": "Al"}),
     )
     assert result.errors == []
@@ -1010,7 +1011,7 @@ def test_overwrite_handler_takes_the_lcr_values_for_its_column_group() -> None:
 
 def test_discard_handler_keeps_the_destination_values_and_applies_the_other_columns() -> None:
     result = reference_apply(
-        _with_handler(ConflictResolution.DISCARD),
+        _with_handler("DISCARD"),
         _conflicting_update({"BALANCE": "50", "VERSION": "2", "HOLDER": "Al"}),
     )
     assert result.errors == []
@@ -1022,17 +1023,17 @@ def test_discard_handler_keeps_the_destination_values_and_applies_the_other_colu
 @pytest.mark.parametrize(
     ("method", "lcr_version", "lcr_wins"),
     [
-        (ConflictResolution.MAXIMUM, "2", True),
-        (ConflictResolution.MAXIMUM, "1", False),  # equal: the destination keeps its values
-        (ConflictResolution.MAXIMUM, "0", False),
-        (ConflictResolution.MAXIMUM, None, False),  # NULL: no comparison is TRUE
-        (ConflictResolution.MINIMUM, "0", True),
-        (ConflictResolution.MINIMUM, "1", False),
-        (ConflictResolution.MINIMUM, "2", False),
+        ("MAXIMUM", "2", True),
+        ("MAXIMUM", "1", False),  # equal: the destination keeps its values
+        ("MAXIMUM", "0", False),
+        ("MAXIMUM", None, False),  # NULL: no comparison is TRUE
+        ("MINIMUM", "0", True),
+        ("MINIMUM", "1", False),
+        ("MINIMUM", "2", False),
     ],
 )
 def test_maximum_and_minimum_handlers_take_the_lcr_values_only_when_its_resolution_value_wins(
-    method: ConflictResolution, lcr_version: str | None, lcr_wins: bool
+    method: str, lcr_version: str | None, lcr_wins: bool
 ) -> None:
     result = reference_apply(
         _with_handler(method), _conflicting_update({"BALANCE": "50", "VERSION": lcr_version})
@@ -1049,7 +1050,7 @@ def test_maximum_and_minimum_handlers_take_the_lcr_values_only_when_its_resoluti
 def test_maximum_handler_uses_the_old_resolution_value_when_new_values_lack_it() -> None:
     # Destination VERSION is 1; the LCR only says VERSION was 3 before: 3 > 1, the LCR wins.
     result = reference_apply(
-        _with_handler(ConflictResolution.MAXIMUM),
+        _with_handler("MAXIMUM"),
         [
             *ALICE_APPLIED,
             update("2.2.2", 102, {"ID": "1", "BALANCE": "99", "VERSION": "3"}, {"BALANCE": "50"}),
@@ -1063,7 +1064,7 @@ def test_maximum_handler_uses_the_old_resolution_value_when_new_values_lack_it()
 
 def test_maximum_handler_without_any_resolution_value_cannot_resolve_the_conflict() -> None:
     result = reference_apply(
-        _with_handler(ConflictResolution.MAXIMUM),
+        _with_handler("MAXIMUM"),
         [
             *ALICE_APPLIED,
             update("2.2.2", 102, {"ID": "1", "BALANCE": "99"}, {"BALANCE": "50"}),
@@ -1075,7 +1076,7 @@ def test_maximum_handler_without_any_resolution_value_cannot_resolve_the_conflic
 
 def test_conflict_on_a_column_outside_every_handler_group_is_ora_26786() -> None:
     result = reference_apply(
-        _with_handler(ConflictResolution.OVERWRITE),
+        _with_handler("OVERWRITE"),
         [
             *ALICE_APPLIED,
             update(
@@ -1093,11 +1094,7 @@ def test_conflict_on_a_column_outside_every_handler_group_is_ora_26786() -> None
 
 
 def test_handler_resolving_to_null_in_a_not_null_column_is_ora_01407() -> None:
-    table = destination(
-        update_conflict_handlers=(
-            UpdateConflictHandler(ConflictResolution.OVERWRITE, ("STATUS",), "STATUS"),
-        )
-    )
+    table = destination(handlers=(ConflictHandler("OVERWRITE", ("STATUS",), "STATUS"),))
     result = reference_apply(
         apply_settings(table),
         [
@@ -1204,7 +1201,7 @@ def test_dependent_transactions_serialization_gives_the_same_result_as_full() ->
     dependent = reference_apply(
         apply_settings(
             disable_on_error=False,
-            commit_serialization=CommitSerialization.DEPENDENT_TRANSACTIONS,
+            commit_serialization="DEPENDENT_TRANSACTIONS",
         ),
         lcrs,
     )
@@ -1276,7 +1273,7 @@ def test_two_commits_at_different_scns_are_refused() -> None:
 # The workloads of the differential test
 # ---------------------------------------------------------------------------------------------
 
-LCR_VALIDATOR = jsonschema.Draft202012Validator(lcr_json_schema())
+LCR_VALIDATOR = jsonschema.Draft202012Validator(LCR_SCHEMA)
 EXPECTED_ERROR_NUMBERS = {1, 904, 1400, 1407, 1438, 1722, 12899, 26687, 26688, 26786, 26787}
 
 
@@ -1291,10 +1288,9 @@ def test_workloads_are_contract_lcrs_that_the_reference_applier_runs_on() -> Non
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )
     @given(workloads())
-    def check(
-        workload: tuple[ApplySettings, list[dict[str, Any]], dict[str, list[dict[str, Any]]]],
-    ) -> None:
-        settings, lcrs, initial_rows = workload
+    def check(workload: Workload) -> None:
+        settings = apply_process_from_config(workload.process, workload.definitions)
+        lcrs, initial_rows = workload.lcrs, workload.initial
         for lcr in lcrs:
             LCR_VALIDATOR.validate(lcr)
         result = reference_apply(settings, lcrs, initial_rows)
@@ -1329,3 +1325,38 @@ def test_workloads_are_contract_lcrs_that_the_reference_applier_runs_on() -> Non
         "aborted",
         "open",
     }
+
+
+# ---------------------------------------------------------------------------------------------
+# D13: declarative transformations (rule 6's fix for column discrepancies)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_an_extra_source_column_fails_until_a_delete_column_transformation_drops_it() -> None:
+    lcrs = [insert("1.1.1", 100, {**ALICE, "NICKNAME": "Al"}), commit("1.1.1", 101)]
+    assert only_error(reference_apply(apply_settings(), lcrs)).error_number == 904
+    dropping = destination(transformations=({"delete_column": "NICKNAME"},))
+    result = reference_apply(apply_settings(dropping), lcrs)
+    assert result.errors == []
+    assert accounts(result)[(Decimal(1),)]["HOLDER"] == "Alice"
+
+
+def test_rename_add_and_keep_steps_run_in_order_on_the_images_they_name() -> None:
+    table = destination(
+        transformations=(
+            {"rename_column": {"from": "NAME", "to": "HOLDER"}},
+            {"add_column": {"column": "STATUS", "value": "NEW"}},
+            {"keep_columns": ["ID", "HOLDER", "STATUS", "VERSION"]},
+        )
+    )
+    result = reference_apply(
+        apply_settings(table),
+        [
+            insert("1.1.1", 100, {"ID": "1", "NAME": "Ann", "VERSION": "1", "JUNK": "x"}),
+            update("1.1.1", 101, {"ID": "1", "NAME": "Ann"}, {"VERSION": "2"}),
+            commit("1.1.1", 102),
+        ],
+    )
+    assert result.errors == []
+    row = accounts(result)[(Decimal(1),)]
+    assert (row["HOLDER"], row["STATUS"], row["VERSION"]) == ("Ann", "NEW", Decimal(2))

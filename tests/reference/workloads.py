@@ -1,7 +1,9 @@
 """Hypothesis workloads for the differential test (engine vs reference applier).
 
-``workloads()`` draws ``(settings, lcrs, initial_rows)``: one apply process over 1-3 small tables
-and 1-2 source databases, and 1-15 source transactions written as contract-exact LCR dicts
+``workloads()`` draws a :class:`Workload` in the public formats only (lakeapply.yml entry, table
+definition documents, contract LCRs), so that the engine reads it through its own loaders and the
+reference applier through its own: one apply process over 1-3 small tables (with columns of every
+contract type) and 1-2 source databases, and 1-15 source transactions written as contract-exact LCR dicts
 (values as strings, as a capture writes them), in arrival order. The transactions are generated
 against a model of each source table, so most of them apply cleanly; a few LCRs are then damaged
 on purpose (stale old values, unknown columns, bad numbers, over-long strings, missing keys, NULLs
@@ -16,25 +18,30 @@ then discarded by the apply.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from hypothesis import strategies as st
 
-from lakeapply.contract.table_definitions import TableDefinition, table_definition_from_dict
-from lakeapply.silver.settings import (
-    ApplySettings,
-    CommitSerialization,
-    ConflictResolution,
-    DestinationTable,
-    UpdateConflictHandler,
-)
-
 Lcr = dict[str, Any]
-Workload = tuple[ApplySettings, list[Lcr], dict[str, list[dict[str, Any]]]]
 SourceRow = dict[str, Any]  # column -> raw LCR value
 # (source database, table name) -> source primary key (ID) -> row
 SourceState = dict[tuple[str, str], dict[int, SourceRow]]
+
+
+@dataclass
+class Workload:
+    """One generated apply run, in the public formats only: ``process`` is one
+    ``apply_processes`` entry of lakeapply.yml whose tables name their definition files,
+    ``definitions`` maps those file names to table-definition documents, ``lcrs`` are contract
+    LCR dicts in arrival order, ``initial`` the initial copy of each silver table (raw LCR
+    values)."""
+
+    process: dict[str, Any]
+    definitions: dict[str, dict[str, Any]]
+    lcrs: list[Lcr]
+    initial: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
 
 SOURCES = ("DBA.EXAMPLE.COM", "DBB.EXAMPLE.COM")
 FOREIGN_SOURCE = "DBZ.EXAMPLE.COM"  # a source database the apply does not read
@@ -42,6 +49,94 @@ OWNER = "APP"
 UNMAPPED_TABLE = "UNMAPPED"  # captured, but no destination table: filtered by the rules
 BASE_SCN = 1000
 KEY_SPACE = range(1, 6)
+ADDED_COLUMN = "ORIGIN"  # a destination column the source lacks: an add_column transformation
+
+
+@dataclass(frozen=True)
+class _TypedColumn:
+    """A column of one of the contract's types: its Oracle type, the LCR data_type, the values
+    a capture sends for it, a value the generators never send (a stale old value) and values
+    the destination cannot take (each with the error it raises, for the reader)."""
+
+    type: str
+    data_type: str
+    values: tuple[Any, ...]
+    stale: str
+    bad: tuple[str, ...] = ()
+
+
+# Every type of the contract, each with value forms that must convert to the same stored value.
+TYPED_COLUMNS: dict[str, _TypedColumn] = {
+    "PRICE": _TypedColumn(  # NUMBER(6,3): extra fraction digits round half up; no negative zero
+        "NUMBER(6,3)",
+        "NUMBER",
+        ("1.23456", "2.0005", "-0.0004", " 7 ", "1e2", "-12.5", None),
+        "555.555",
+        ("abc", "1234.5"),  # 01722, 01438
+    ),
+    "RATIO": _TypedColumn(
+        "BINARY_FLOAT", "BINARY_FLOAT", ("1.5", "0.1", "-2", "1e10", None), "9.75", ("x1", "1e39")
+    ),
+    "MEASURE": _TypedColumn(
+        "BINARY_DOUBLE",
+        "BINARY_DOUBLE",
+        ("0.1", "1e-5", "-3.25", "123456789.125", None),
+        "6.5",
+        ("1.2.3",),
+    ),
+    "FLAG": _TypedColumn("CHAR(3)", "CHAR", ("a", "ab", "abc", None), "zzz", ("abcd",)),
+    "INITIALS": _TypedColumn("NCHAR(2)", "NCHAR", ("\u00e9", "xy", None), "qq", ("xyz",)),
+    "LABEL": _TypedColumn(
+        "NVARCHAR2(5)", "NVARCHAR2", ("\u00fcber", "", "abc", None), "zzzzz", ("abcdef",)
+    ),
+    "DAY": _TypedColumn(
+        "DATE",
+        "DATE",
+        ("2024-02-29T00:00:00", "2023-12-31T23:59:59", "2024-03-01", None),
+        "1999-12-31T00:00:00",
+        ("2024-13-01",),
+    ),
+    "STAMP": _TypedColumn(
+        "TIMESTAMP(6)",
+        "TIMESTAMP",
+        ("2024-01-01T10:00:00.123456", "2024-01-01T10:00:00.1234569", "2024-06-01T12:30:00", None),
+        "1999-12-31T00:00:00",
+        ("yesterday",),
+    ),
+    "AT_TZ": _TypedColumn(
+        "TIMESTAMP WITH TIME ZONE",
+        "TIMESTAMP WITH TIME ZONE",
+        ("2024-01-01T10:00:00+02:00", "2024-01-01T08:00:00+00:00", "2024-01-01T08:00:00", None),
+        "1999-12-31T00:00:00+00:00",
+        ("2024-01-01T25:00:00",),
+    ),
+    "AT_LTZ": _TypedColumn(
+        "TIMESTAMP WITH LOCAL TIME ZONE",
+        "TIMESTAMP WITH LOCAL TIME ZONE",
+        ("2024-05-05T05:05:05-07:00", "2024-05-05T12:05:05", None),
+        "1999-12-31T00:00:00",
+        ("05/05/2024",),
+    ),
+    "TENURE": _TypedColumn(
+        "INTERVAL YEAR(2) TO MONTH",
+        "INTERVAL YEAR TO MONTH",
+        ("+01-06", "P1Y6M", "-0-3", "P18M", None),
+        "+99-11",
+        ("P1D", "1-12"),
+    ),
+    "WAIT": _TypedColumn(
+        "INTERVAL DAY(2) TO SECOND(6)",
+        "INTERVAL DAY TO SECOND",
+        ("+02 03:04:05.500000", "P2DT3H4M5.5S", "-PT30M", "0 00:00:01", None),
+        "+99 00:00:00.000000",
+        ("2 25:00:00", "soon"),
+    ),
+    "DIGEST": _TypedColumn(
+        "RAW(4)", "RAW", ("00ff", "DEADBEEF", "0a", None), "0000", ("xyz", "0102030405")
+    ),
+    "BODY": _TypedColumn("CLOB", "CLOB", ("clob " * 40, "short", "", None), "stale clob"),
+    "IMAGE": _TypedColumn("BLOB", "BLOB", ("0102", "ff" * 300, None), "fefe", ("0g",)),
+}
 
 DATA_TYPES = {
     "ID": "NUMBER",
@@ -51,6 +146,7 @@ DATA_TYPES = {
     "VERSION": "NUMBER",
     "QTY": "NUMBER",
     "TS": "TIMESTAMP",
+    **{name: column.data_type for name, column in TYPED_COLUMNS.items()},
 }
 VALUES: dict[str, tuple[Any, ...]] = {
     "CODE": (None, "A", "B"),
@@ -59,6 +155,7 @@ VALUES: dict[str, tuple[Any, ...]] = {
     "VERSION": tuple(str(v) for v in range(1, 10)),
     "QTY": tuple(str(v) for v in range(10)),
     "TS": (*tuple(f"2024-01-0{day}T10:00:00" for day in range(1, 10)), None),
+    **{name: column.values for name, column in TYPED_COLUMNS.items()},
 }
 # The damage an LCR of each command may carry, on purpose (about one operation in six).
 FAULTS = {
@@ -69,6 +166,7 @@ FAULTS = {
         "too_long",
         "missing_key",
         "null_not_null",
+        *["bad_typed"] * 6,
     ),
     "UPDATE": (
         "unknown_column",
@@ -77,6 +175,7 @@ FAULTS = {
         "too_long",
         "missing_key",
         "null_not_null",
+        *["bad_typed"] * 4,
         "stale_old",
         "stale_old",
         "stale_old",
@@ -85,33 +184,71 @@ FAULTS = {
     "DELETE": ("unknown_column", "missing_key", "stale_old", "stale_old", "missing_row"),
 }
 # Values the generators above never produce: a stale old value always conflicts.
-STALE = {"AMOUNT": "555.55", "NOTE": "zz", "VERSION": "77", "QTY": "8.5", "TS": "1999-12-31"}
+STALE = {
+    "AMOUNT": "555.55",
+    "NOTE": "zz",
+    "VERSION": "77",
+    "QTY": "8.5",
+    "TS": "1999-12-31",
+    **{name: column.stale for name, column in TYPED_COLUMNS.items()},
+}
 
 
 @dataclass(frozen=True)
 class _TableSpec:
-    definition: TableDefinition
+    document: dict[str, Any]  # the table-definition document
     substitute_key: tuple[str, ...]
-    handlers: tuple[UpdateConflictHandler, ...]
-    uncompared: frozenset[tuple[str, str]]
+    handlers: tuple[dict[str, Any], ...]  # update_conflict_handlers entries of lakeapply.yml
+    uncompared: tuple[dict[str, Any], ...]  # compare_old_values entries of lakeapply.yml
+    # Column discrepancies (rule 6) and the declarative transformations that fix them or not:
+    # the source also sends LEGACY (the destination lacks it), calls NOTE "REMARK", lacks ORIGIN.
+    legacy_column: bool = False
+    note_renamed: bool = False
+    transformations: tuple[dict[str, Any], ...] = ()
 
     @property
     def name(self) -> str:
-        return self.definition.name
+        return str(self.document["name"])
+
+    @property
+    def source_columns(self) -> tuple[str, ...]:
+        """The destination's columns the source table has too."""
+        return tuple(c for c in self.column_names if c != ADDED_COLUMN)
+
+    def as_captured(self, command: str, images: dict[str, list[dict[str, Any]]]) -> None:
+        """The images as the source table's capture writes them (in place)."""
+        for name, values in images.items():
+            for value in values:
+                if self.note_renamed and value["column_name"] == "NOTE":
+                    value["column_name"] = "REMARK"
+            if self.legacy_column and name == "new_values" and command == "INSERT":
+                values.append({"column_name": "LEGACY", "data_type": "VARCHAR2", "value": "old"})
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(column["name"] for column in self.document["columns"])
 
     @property
     def key(self) -> tuple[str, ...]:
-        return self.definition.key_columns(self.substitute_key)
+        return self.substitute_key or ("ID",)
+
+    @property
+    def handled_columns(self) -> list[str]:
+        return [column for handler in self.handlers for column in handler["column_list"]]
 
     def has(self, column: str) -> bool:
-        return column in self.definition.column_names
+        return column in self.column_names
 
 
 def _chance(draw: st.DrawFn, one_in: int) -> bool:
     return draw(st.integers(0, one_in - 1)) == 0
 
 
-def _table_spec(draw: st.DrawFn, name: str) -> _TableSpec:
+def _handler(method: str, columns: list[str], resolution: str) -> dict[str, Any]:
+    return {"method": method, "column_list": columns, "resolution_column": resolution}
+
+
+def _table_spec(draw: st.DrawFn, name: str, typed: bool) -> _TableSpec:
     columns: list[dict[str, Any]] = [
         {"name": "ID", "type": "NUMBER(3)", "nullable": False},
         {"name": "CODE", "type": "VARCHAR2(3)"},
@@ -123,44 +260,51 @@ def _table_spec(draw: st.DrawFn, name: str) -> _TableSpec:
         columns.append({"name": "QTY", "type": "NUMBER(3)", "nullable": False, "default": "0"})
     if _chance(draw, 3):
         columns.append({"name": "TS", "type": "TIMESTAMP"})
-    definition = table_definition_from_dict(
-        {"owner": OWNER, "name": name, "columns": columns, "primary_key": ["ID"]},
-        f"workload table {name}",
-    )
+    if typed:
+        chosen = draw(
+            st.lists(st.sampled_from(sorted(TYPED_COLUMNS)), min_size=2, max_size=6, unique=True)
+        )
+        columns += [{"name": c, "type": TYPED_COLUMNS[c].type} for c in sorted(chosen)]
+    document = {"owner": OWNER, "name": name, "columns": columns, "primary_key": ["ID"]}
     # A substitute key holding a nullable column (rule 5), sometimes.
     substitute_key = ("ID", "CODE") if _chance(draw, 3) else ()
-    handlers: tuple[UpdateConflictHandler, ...] = draw(
+    handlers: tuple[dict[str, Any], ...] = draw(
         st.sampled_from(
             [
                 (),
                 (),
-                (UpdateConflictHandler(ConflictResolution.OVERWRITE, ("NOTE",), "NOTE"),),
-                (UpdateConflictHandler(ConflictResolution.DISCARD, ("NOTE",), "NOTE"),),
+                (_handler("OVERWRITE", ["NOTE"], "NOTE"),),
+                (_handler("DISCARD", ["NOTE"], "NOTE"),),
+                (_handler("MAXIMUM", ["AMOUNT", "VERSION"], "VERSION"),),
                 (
-                    UpdateConflictHandler(
-                        ConflictResolution.MAXIMUM, ("AMOUNT", "VERSION"), "VERSION"
-                    ),
-                ),
-                (
-                    UpdateConflictHandler(
-                        ConflictResolution.MINIMUM, ("AMOUNT", "VERSION"), "VERSION"
-                    ),
-                    UpdateConflictHandler(ConflictResolution.DISCARD, ("NOTE",), "NOTE"),
+                    _handler("MINIMUM", ["AMOUNT", "VERSION"], "VERSION"),
+                    _handler("DISCARD", ["NOTE"], "NOTE"),
                 ),
             ]
         )
     )
-    uncompared: frozenset[tuple[str, str]] = draw(
+    uncompared: tuple[dict[str, Any], ...] = draw(
         st.sampled_from(
             [
-                frozenset(),
-                frozenset(),
-                frozenset({("NOTE", "UPDATE")}),
-                frozenset({("AMOUNT", "*")}),
+                (),
+                (),
+                ({"columns": ["NOTE"], "operations": ["UPDATE"], "compare": False},),
+                ({"columns": ["AMOUNT"], "operations": ["UPDATE", "DELETE"], "compare": False},),
             ]
         )
     )
-    return _TableSpec(definition, substitute_key, handlers, uncompared)
+    legacy, renamed = _chance(draw, 4), _chance(draw, 5)
+    transformations: list[dict[str, Any]] = []
+    if legacy and draw(st.booleans()):  # else: ORA-00904 for every INSERT
+        transformations.append({"delete_column": "LEGACY"})
+    if renamed:
+        transformations.append({"rename_column": {"from": "REMARK", "to": "NOTE"}})
+    if _chance(draw, 5):  # a destination-only column, filled on INSERT and UPDATE
+        columns.append({"name": ADDED_COLUMN, "type": "VARCHAR2(8)"})
+        transformations.append({"add_column": {"column": ADDED_COLUMN, "value": "CDC"}})
+    return _TableSpec(
+        document, substitute_key, handlers, uncompared, legacy, renamed, tuple(transformations)
+    )
 
 
 def _column_values(row: dict[str, Any]) -> list[dict[str, Any]]:
@@ -178,7 +322,7 @@ def _key_text(draw: st.DrawFn, key: int) -> str | int:
 
 def _new_row(draw: st.DrawFn, spec: _TableSpec, key: int) -> SourceRow:
     row: SourceRow = {"ID": str(key)}
-    for column in spec.definition.column_names:
+    for column in spec.source_columns:
         if column != "ID":
             row[column] = draw(st.sampled_from(VALUES[column]))
     return row
@@ -210,6 +354,9 @@ class _TransactionWriter:
             "object_owner": OWNER,
             "object_name": table,
         }
+        for spec in self.specs:
+            if spec.name == table:
+                spec.as_captured(command, images)
         record.update(images)
         self.lcrs.append(record)
 
@@ -252,6 +399,11 @@ class _TransactionWriter:
             image["AMOUNT"] = "12345.6"  # NUMBER(5,2): three integer digits at most
         elif fault == "too_long":
             image["NOTE"] = "toolong"
+        elif fault == "bad_typed":
+            typed = [c for c in TYPED_COLUMNS if c in image and TYPED_COLUMNS[c].bad]
+            if typed:
+                column = self.draw(st.sampled_from(typed))
+                image[column] = self.draw(st.sampled_from(TYPED_COLUMNS[column].bad))
 
     def _insert(self, spec: _TableSpec, rows: dict[int, SourceRow], fault: str | None) -> None:
         draw = self.draw
@@ -287,7 +439,7 @@ class _TransactionWriter:
 
     def _stale(self, spec: _TableSpec, old: dict[str, Any]) -> None:
         """An old value the destination does not hold (rule 7), often in a handler's group."""
-        handled = [c for handler in spec.handlers for c in handler.column_list if c in STALE]
+        handled = [c for c in spec.handled_columns if c in STALE]
         sent = [c for c in old if c in STALE and c not in spec.key]
         candidates = (handled if self.draw(st.booleans()) else []) or sent or ["AMOUNT"]
         column = self.draw(st.sampled_from(candidates))
@@ -297,7 +449,7 @@ class _TransactionWriter:
         draw = self.draw
         key = draw(st.sampled_from(sorted(rows)))
         row = rows[key]
-        candidates = [c for c in spec.definition.column_names if c not in ("ID",)]
+        candidates = [c for c in spec.source_columns if c not in ("ID",)]
         changed = draw(st.lists(st.sampled_from(candidates), min_size=1, max_size=2, unique=True))
         new_row = dict(row)
         for column in changed:
@@ -323,7 +475,7 @@ class _TransactionWriter:
         elif fault == "stale_old":
             self._stale(spec, old)
         elif spec.handlers and _chance(draw, 3):  # a conflict a handler should resolve
-            column = draw(st.sampled_from([c for h in spec.handlers for c in h.column_list]))
+            column = draw(st.sampled_from(spec.handled_columns))
             old[column] = STALE[column]
         del rows[key]
         rows[new_key] = new_row
@@ -358,10 +510,15 @@ class _TransactionWriter:
 
 
 @st.composite
-def workloads(draw: st.DrawFn) -> Workload:
-    """One differential-test workload: ``(settings, lcrs in arrival order, initial_rows)``."""
+def workloads(
+    draw: st.DrawFn, disable_on_error: bool | None = None, typed: bool = True
+) -> Workload:
+    """One differential-test workload. ``disable_on_error`` fixes that parameter (None: drawn);
+    ``typed`` adds columns of every contract type to the tables, a few per table."""
     sources = SOURCES[: draw(st.integers(1, 2))]
-    specs = [_table_spec(draw, f"T{index}") for index in range(1, draw(st.integers(1, 3)) + 1)]
+    specs = [
+        _table_spec(draw, f"T{index}", typed) for index in range(1, draw(st.integers(1, 3)) + 1)
+    ]
     shared = len(sources) == 2 and draw(st.booleans())  # both sources feed the same silver tables
 
     def silver_table(database: str, spec: _TableSpec) -> str:
@@ -445,60 +602,73 @@ def workloads(draw: st.DrawFn) -> Workload:
         return draw(st.integers(0, len(commit_scns))) if _chance(draw, 3) else 0
 
     level = draw(st.sampled_from(["table", "table", "schema", "global"]))
-    tables: list[DestinationTable] = []
-    schema_scns: list[tuple[str, str, int]] = []
-    global_scns: list[tuple[str, int]] = []
+    tables: list[dict[str, Any]] = []
+    schema_scns: list[dict[str, Any]] = []
+    global_scns: list[dict[str, Any]] = []
     points: dict[tuple[str, str], int] = {}
     for database in sources:
         database_point = draw_point()
         if level == "schema":
-            schema_scns.append((database, OWNER, instantiation(database_point)))
+            schema_scns.append(
+                {"source_database": database, "owner": OWNER, "scn": instantiation(database_point)}
+            )
         elif level == "global":
-            global_scns.append((database, instantiation(database_point)))
+            global_scns.append({"source_database": database, "scn": instantiation(database_point)})
         for spec in specs:
-            table_scn: int | None = None
+            table: dict[str, Any] = {
+                "source_database": database,
+                "source_object": f"{OWNER}.{spec.name}",
+                "silver_table": silver_table(database, spec),
+                "definition": f"{spec.name.lower()}.json",
+            }
             point = database_point
             if level == "table" or _chance(draw, 4):  # a table-level SCN overrides the others
                 point = draw_point()
-                table_scn = instantiation(point)
+                table["instantiation_scn"] = instantiation(point)
                 if level == "table" and _chance(draw, 40):
-                    table_scn, point = None, 0  # no instantiation SCN at all: ORA-26687
+                    del table["instantiation_scn"]  # no instantiation SCN at all: ORA-26687
+                    point = 0
             points[(database, spec.name)] = point
-            tables.append(
-                DestinationTable(
-                    source_database=database,
-                    definition=spec.definition,
-                    silver_table=silver_table(database, spec),
-                    key_columns=spec.substitute_key,
-                    instantiation_scn=table_scn,
-                    update_conflict_handlers=spec.handlers,
-                    uncompared_columns=spec.uncompared,
-                )
-            )
+            if spec.substitute_key:
+                table["key_columns"] = list(spec.substitute_key)
+            if spec.handlers:
+                table["update_conflict_handlers"] = list(spec.handlers)
+            if spec.uncompared:
+                table["compare_old_values"] = list(spec.uncompared)
+            if spec.transformations:
+                table["transformations"] = list(spec.transformations)
+            tables.append(table)
 
     # The initial copy of each silver table: the source rows at its instantiation SCN. A table
     # both sources feed keeps the first row of each destination key.
     initial_rows: dict[str, list[dict[str, Any]]] = {}
     for table in tables:
-        spec = next(s for s in specs if s.definition is table.definition)
-        snapshot = snapshots[points[(table.source_database, spec.name)]]
-        rows = initial_rows.setdefault(table.silver_table, [])
+        spec = next(s for s in specs if table["source_object"] == f"{OWNER}.{s.name}")
+        snapshot = snapshots[points[(table["source_database"], spec.name)]]
+        rows = initial_rows.setdefault(table["silver_table"], [])
         seen = {_destination_key(spec, row) for row in rows}
-        for _, row in sorted(snapshot[(table.source_database, spec.name)].items()):
+        for _, row in sorted(snapshot[(table["source_database"], spec.name)].items()):
             if _destination_key(spec, row) not in seen:
                 seen.add(_destination_key(spec, row))
                 rows.append(dict(row))
 
-    settings = ApplySettings(
-        apply_name="DIFF_APPLY",
-        source_databases=sources,
-        tables=tuple(tables),
-        commit_serialization=draw(st.sampled_from(list(CommitSerialization))),
-        disable_on_error=draw(st.booleans()),
-        discard_tagged=draw(st.booleans()),
-        schema_instantiation_scns=tuple(schema_scns),
-        global_instantiation_scns=tuple(global_scns),
-    )
+    abort = draw(st.booleans()) if disable_on_error is None else disable_on_error
+    process: dict[str, Any] = {
+        "apply_name": "DIFF_APPLY",
+        "parameters": {
+            "commit_serialization": draw(st.sampled_from(["FULL", "DEPENDENT_TRANSACTIONS"])),
+            "disable_on_error": "Y" if abort else "N",
+        },
+        "source_databases": list(sources),
+        "rules": {"discard_tagged": draw(st.booleans())},
+        "tables": tables,
+    }
+    if schema_scns or global_scns:
+        process["instantiation"] = {
+            **({"schemas": schema_scns} if schema_scns else {}),
+            **({"global": global_scns} if global_scns else {}),
+        }
+    definitions = {f"{spec.name.lower()}.json": spec.document for spec in specs}
 
     # Arrival order: transaction after transaction, or transactions shuffled, or every LCR
     # shuffled (the apply orders by CSCN, then scn, position and arrival).
@@ -508,7 +678,7 @@ def workloads(draw: st.DrawFn) -> Workload:
     lcrs = [lcr for transaction in transactions for lcr in transaction]
     if arrival == "lcrs shuffled":
         lcrs = draw(st.permutations(lcrs))
-    return settings, list(lcrs), initial_rows
+    return Workload(process, definitions, list(lcrs), initial_rows)
 
 
 def _destination_key(spec: _TableSpec, row: SourceRow) -> tuple[Any, ...]:

@@ -303,3 +303,41 @@ def test_the_admin_api_and_the_yaml_loader_share_one_validator(tmp_path: Path) -
         r"unknown column\(s\) \['NICKNAME'\]",
         _process(tables=[_table(key_columns=["NICKNAME"])]),
     )
+
+
+def test_one_silver_table_may_consolidate_the_same_table_from_two_source_databases(
+    tmp_path: Path,
+) -> None:
+    second = _table(source_database="DBS1.EXAMPLE.COM")
+    process = _process(tables=[_table(), second])
+    process["source_databases"] = ["ORCL", "DBS1.EXAMPLE.COM"]
+    (settings,) = _load(tmp_path, process)
+    assert [t.silver_table for t in settings.tables] == ["orcl_us03_student"] * 2
+
+
+def test_transformations_load_in_their_declared_order(tmp_path: Path) -> None:
+    steps = [
+        {"delete_column": "NICKNAME"},
+        {"rename_column": {"from": "LAST_NAME", "to": "SURNAME"}},
+        {"add_column": {"column": "GENDER", "value": "X"}},
+        {"keep_columns": ["STUDENT_KEY", "SURNAME", "GENDER"], "value_type": "OLD"},
+    ]
+    (settings,) = _load(tmp_path, _process(tables=[_table(transformations=steps)]))
+    loaded = settings.tables[0].transformations
+    assert [(t.kind.value, t.columns, t.value_type.value) for t in loaded] == [
+        ("DELETE COLUMN", ("NICKNAME",), "*"),
+        ("RENAME COLUMN", ("LAST_NAME", "SURNAME"), "*"),
+        ("ADD COLUMN", ("GENDER",), "NEW"),
+        ("KEEP COLUMNS", ("STUDENT_KEY", "SURNAME", "GENDER"), "OLD"),
+    ]
+    assert loaded[2].value == "X"
+
+
+def test_a_transformation_must_produce_a_destination_column(tmp_path: Path) -> None:
+    steps = [{"rename_column": {"from": "A", "to": "NOT_THERE"}}]
+    _fails(
+        tmp_path,
+        "apply_processes/0/tables/0/transformations/0/rename_column/to",
+        r"unknown column\(s\) \['NOT_THERE'\]",
+        _process(tables=[_table(transformations=steps)]),
+    )

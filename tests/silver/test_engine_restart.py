@@ -3,14 +3,19 @@ same silver tables, error queue and progress as an uninterrupted apply (here: th
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import yaml
 from pyspark.sql import SparkSession
 
-from lakeapply.landing.generator import WorkloadSpec, generate_lcrs, synthetic_table_definitions
+from lakeapply.landing.generator import WorkloadSpec, generate_lcrs
 from lakeapply.runtime.catalog import Catalog
 from lakeapply.silver.engine import CRASH_POINTS, SimulatedApplyCrash, apply_cycle, run_apply
-from lakeapply.silver.settings import ApplySettings, DestinationTable
-from tests.silver.differential import Workload, prepare, read_outcome, reference_outcome
+from tests.reference.workloads import Workload
+from tests.silver.differential import compare, prepare, read_outcome, reference_outcome
+
+SCHEMAS = Path(__file__).resolve().parents[2] / "schemas" / "tables"
 
 
 def generated_workload() -> Workload:
@@ -23,30 +28,32 @@ def generated_workload() -> Workload:
         source_databases=("RESTART.DB",),
     )
     lcrs = [lcr for _, lcr in generate_lcrs(spec) if isinstance(lcr, dict)]
-    settings = ApplySettings(
-        apply_name="APPLY_RESTART",
-        source_databases=("RESTART.DB",),
-        tables=tuple(
-            DestinationTable(
-                "RESTART.DB",
-                definition,
-                f"restart_{definition.name.lower()}",
-                instantiation_scn=spec.start_scn - 1,
-            )
-            for definition in synthetic_table_definitions(2)
-        ),
-        disable_on_error=False,
-    )
-    return settings, lcrs, {}
+    files = ("synth.t001.yml", "synth.t002.yml")
+    process = {
+        "apply_name": "APPLY_RESTART",
+        "parameters": {"disable_on_error": "N"},
+        "source_databases": ["RESTART.DB"],
+        "tables": [
+            {
+                "source_database": "RESTART.DB",
+                "source_object": f"SYNTH.T00{number}",
+                "silver_table": f"restart_t00{number}",
+                "definition": file,
+                "instantiation_scn": spec.start_scn - 1,
+            }
+            for number, file in enumerate(files, start=1)
+        ],
+    }
+    definitions = {file: yaml.safe_load((SCHEMAS / file).read_text()) for file in files}
+    return Workload(process, definitions, lcrs)
 
 
 def test_a_cycle_crashed_at_every_step_then_resumed_equals_an_uninterrupted_apply(
-    spark: SparkSession,
+    spark: SparkSession, tmp_path: Path
 ) -> None:
     workload = generated_workload()
     catalog = Catalog("restart")
-    prepare(spark, catalog, workload)
-    settings = workload[0]
+    settings = prepare(spark, catalog, [workload], workload, tmp_path)
 
     # The same planned cycle crashes at each step in turn; each re-run resumes it.
     for point in CRASH_POINTS:
@@ -57,4 +64,4 @@ def test_a_cycle_crashed_at_every_step_then_resumed_equals_an_uninterrupted_appl
     assert reports[0].resumed
     expected = reference_outcome(workload)
     assert expected["errors"], "the workload should exercise the error queue"
-    assert read_outcome(spark, catalog, settings) == expected
+    compare(expected, read_outcome(spark, catalog, settings.apply_name, workload), batches=1)

@@ -13,8 +13,8 @@ The mapping (documented in the README and tested in tests/contract/test_oracle_t
 | CLOB, NCLOB, LONG                   | STRING                         | LOB/LONG: never part of an all-column key |
 | DATE, TIMESTAMP(n)                  | TIMESTAMP_NTZ                  | wall-clock time, no zone, as in Oracle |
 | TIMESTAMP WITH (LOCAL) TIME ZONE    | TIMESTAMP                      | an instant (stored in UTC)             |
-| INTERVAL YEAR TO MONTH              | INTERVAL YEAR TO MONTH         |                                        |
-| INTERVAL DAY TO SECOND              | INTERVAL DAY TO SECOND         | microsecond precision                  |
+| INTERVAL YEAR TO MONTH              | STRING `+YY-MM`                | Delta has no interval types            |
+| INTERVAL DAY TO SECOND              | STRING `+DD HH:MI:SS.FFFFFF`   | microsecond precision; likewise        |
 | RAW(n), LONG RAW, BLOB              | BINARY                         | hex in LCRs                            |
 | ROWID, UROWID                       | STRING                         |                                        |
 """
@@ -79,12 +79,10 @@ class OracleType:
             return T.TimestampNTZType()
         if family is TypeFamily.DATETIME_TZ:
             return T.TimestampType()
-        if family is TypeFamily.INTERVAL_YM:
-            return T.YearMonthIntervalType(
-                T.YearMonthIntervalType.YEAR, T.YearMonthIntervalType.MONTH
-            )
-        if family is TypeFamily.INTERVAL_DS:
-            return T.DayTimeIntervalType(T.DayTimeIntervalType.DAY, T.DayTimeIntervalType.SECOND)
+        if family in (TypeFamily.INTERVAL_YM, TypeFamily.INTERVAL_DS):
+            # Delta tables cannot hold Spark's interval types (DELTA_UNSUPPORTED_DATA_TYPES):
+            # Oracle's display text, which CAST(... AS INTERVAL ...) reads back.
+            return T.StringType()
         return T.BinaryType()
 
     def __str__(self) -> str:

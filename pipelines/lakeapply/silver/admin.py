@@ -31,10 +31,13 @@ from lakeapply.runtime.catalog import Catalog
 from lakeapply.silver import dictionary, engine
 from lakeapply.silver.settings import (
     ApplySettings,
+    ColumnTransformation,
     CommitSerialization,
     ConflictResolution,
     DestinationTable,
+    TransformationKind,
     UpdateConflictHandler,
+    ValueImage,
 )
 from lakeapply.silver.validation import (
     OPERATIONS,
@@ -221,6 +224,7 @@ def _dictionary_rows(settings: ApplySettings) -> dict[str, list[tuple[Any, ...]]
         ],
         dictionary.CONFLICT_COLUMNS: [],
         dictionary.COMPARE_OLD_VALUES: [],
+        dictionary.TRANSFORMATIONS: [],
     }
     for table in settings.tables:
         source = (name, table.source_database, table.definition.owner, table.definition.name)
@@ -246,6 +250,19 @@ def _dictionary_rows(settings: ApplySettings) -> dict[str, list[tuple[Any, ...]]
         rows[dictionary.COMPARE_OLD_VALUES].extend(
             (*source, column, operation, "N")
             for column, operation in sorted(table.uncompared_columns)
+        )
+        rows[dictionary.TRANSFORMATIONS].extend(
+            (
+                *source,
+                number,
+                step.kind.value,
+                list(step.columns),
+                step.value_type.value,
+                step.value,
+                step.expression,
+                step.data_type if step.kind is TransformationKind.ADD_COLUMN else None,
+            )
+            for number, step in enumerate(table.transformations, start=1)
         )
     return rows
 
@@ -345,6 +362,21 @@ def load_settings(spark: SparkSession, catalog: Catalog, apply_name: str) -> App
             uncompared.setdefault(source_key(row), set()).add(
                 (row["column_name"], row["operation"])
             )
+    steps: dict[Any, list[tuple[int, ColumnTransformation]]] = {}
+    for row in _rows(spark, catalog, dictionary.TRANSFORMATIONS, name):
+        steps.setdefault(source_key(row), []).append(
+            (
+                row["step_number"],
+                ColumnTransformation(
+                    TransformationKind(row["declarative_type"]),
+                    tuple(row["column_names"]),
+                    ValueImage(row["value_type"]),
+                    value=row["column_value"],
+                    expression=row["column_function"],
+                    data_type=row["column_type"] or "VARCHAR2",
+                ),
+            )
+        )
     tables = []
     for row in _rows(spark, catalog, dictionary.DESTINATION_TABLES, name):
         key = source_key(row)
@@ -365,6 +397,9 @@ def load_settings(spark: SparkSession, catalog: Catalog, apply_name: str) -> App
                 update_conflict_handlers=tuple(
                     UpdateConflictHandler(ConflictResolution(method), tuple(columns), resolution)
                     for resolution, (method, columns) in handlers.get(key, {}).items()
+                ),
+                transformations=tuple(
+                    step for _, step in sorted(steps.get(key, []), key=lambda item: item[0])
                 ),
             )
         )

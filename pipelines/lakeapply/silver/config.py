@@ -23,10 +23,13 @@ from lakeapply.contract.validation import validate_document
 from lakeapply.errors import ConfigurationError
 from lakeapply.silver.settings import (
     ApplySettings,
+    ColumnTransformation,
     CommitSerialization,
     ConflictResolution,
     DestinationTable,
+    TransformationKind,
     UpdateConflictHandler,
+    ValueImage,
 )
 from lakeapply.silver.validation import validate_settings
 
@@ -146,6 +149,9 @@ class _Loader:
                 )
             )
         return DestinationTable(
+            transformations=tuple(
+                _transformation(step) for step in table.get("transformations", ())
+            ),
             source_database=table["source_database"],
             definition=definition,
             silver_table=table["silver_table"],
@@ -155,3 +161,30 @@ class _Loader:
             uncompared_columns=frozenset(uncompared),
             update_conflict_handlers=tuple(handlers),
         )
+
+
+def _transformation(step: dict[str, Any]) -> ColumnTransformation:
+    """One ``transformations`` entry (its shape is checked by the JSON Schema)."""
+    value_type = ValueImage(step.get("value_type", "NEW" if "add_column" in step else "*"))
+    if "delete_column" in step:
+        return ColumnTransformation(
+            TransformationKind.DELETE_COLUMN, (step["delete_column"],), value_type
+        )
+    if "rename_column" in step:
+        rename = step["rename_column"]
+        return ColumnTransformation(
+            TransformationKind.RENAME_COLUMN, (rename["from"], rename["to"]), value_type
+        )
+    if "keep_columns" in step:
+        return ColumnTransformation(
+            TransformationKind.KEEP_COLUMNS, tuple(step["keep_columns"]), value_type
+        )
+    add = step["add_column"]
+    return ColumnTransformation(
+        TransformationKind.ADD_COLUMN,
+        (add["column"],),
+        value_type,
+        value=add.get("value"),
+        expression=add.get("expression"),
+        data_type=add.get("data_type", "VARCHAR2"),
+    )

@@ -97,6 +97,20 @@ COMPARE_OLD_VALUES_SCHEMA = _schema(
     ("operation", S, False),  # UPDATE | DELETE
     ("compare", S, False),  # N
 )
+TRANSFORMATIONS = "transformations"  # DBA_STREAMS_TRANSFORMATIONS (declarative ones)
+TRANSFORMATIONS_SCHEMA = _schema(
+    ("apply_name", S, False),
+    ("source_database", S, False),
+    ("object_owner", S, False),
+    ("object_name", S, False),
+    ("step_number", L, False),
+    ("declarative_type", S, False),  # DELETE COLUMN | RENAME COLUMN | ADD COLUMN | KEEP COLUMNS
+    ("column_names", T.ArrayType(S, False), False),  # RENAME: [from, to]; KEEP: the kept ones
+    ("value_type", S, False),  # NEW | OLD | *
+    ("column_value", S, True),  # ADD COLUMN: the constant
+    ("column_function", S, True),  # ADD COLUMN: the Spark SQL expression
+    ("column_type", S, True),  # ADD COLUMN: the LCR data_type of the added value
+)
 
 # --- progress ---------------------------------------------------------------------------------
 CYCLES = "cycles"
@@ -185,6 +199,7 @@ DICTIONARY_TABLES: dict[str, T.StructType] = {
     INSTANTIATED_GLOBAL: INSTANTIATED_GLOBAL_SCHEMA,
     CONFLICT_COLUMNS: CONFLICT_COLUMNS_SCHEMA,
     COMPARE_OLD_VALUES: COMPARE_OLD_VALUES_SCHEMA,
+    TRANSFORMATIONS: TRANSFORMATIONS_SCHEMA,
     CYCLES: CYCLES_SCHEMA,
     PROGRESS: PROGRESS_SCHEMA,
     TRANSACTIONS: TRANSACTIONS_SCHEMA,

@@ -45,6 +45,7 @@ from lakeapply.silver.fold import FOLD_OUTPUT_SCHEMA, FoldPlan, Position, fold_f
 from lakeapply.silver.settings import ApplySettings, DestinationTable
 from lakeapply.silver.stage import STAGED_COLUMNS, stage_function
 from lakeapply.silver.transactions import assemble_transactions
+from lakeapply.silver.transformations import transform_row_lcrs
 
 TXN_APP_ID = "lakeapply-apply"
 FOLD_ROWS_PER_BUCKET = 20_000
@@ -399,6 +400,7 @@ def _messages(
     rows = lcrs.where(F.col("lcr_kind") == "ROW")
     if settings.discard_tagged:
         rows = rows.where(F.col("tag").isNull())
+    rows = transform_row_lcrs(rows, settings.tables)  # after the rules, before keys and types
     rows = (
         rows.drop("commit_scn")
         .join(

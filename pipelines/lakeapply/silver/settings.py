@@ -44,6 +44,38 @@ class UpdateConflictHandler:
             )
 
 
+class TransformationKind(StrEnum):
+    """Oracle's declarative rule-based transformations on the columns of row LCRs
+    (DBMS_STREAMS_ADM.DELETE_COLUMN, RENAME_COLUMN, ADD_COLUMN, KEEP_COLUMNS)."""
+
+    DELETE_COLUMN = "DELETE COLUMN"
+    RENAME_COLUMN = "RENAME COLUMN"
+    ADD_COLUMN = "ADD COLUMN"
+    KEEP_COLUMNS = "KEEP COLUMNS"
+
+
+class ValueImage(StrEnum):
+    """Which column images of a row LCR a transformation acts on (Oracle's VALUE_TYPE)."""
+
+    NEW = "NEW"
+    OLD = "OLD"
+    BOTH = "*"
+
+
+@dataclass(frozen=True)
+class ColumnTransformation:
+    """One step of a table's declarative transformations, run on its row LCRs in step order
+    after the rules and before keys, conversions and conflicts (reference: dequeue, rule-based
+    transformations, dependency computation, handlers)."""
+
+    kind: TransformationKind
+    columns: tuple[str, ...]  # DELETE/ADD: (column,); RENAME: (from, to); KEEP: the kept ones
+    value_type: ValueImage = ValueImage.BOTH
+    value: str | None = None  # ADD COLUMN: a constant, written as an LCR value
+    expression: str | None = None  # ADD COLUMN: Spark SQL over the LCR's fields instead
+    data_type: str = "VARCHAR2"  # ADD COLUMN: the data_type the added value carries
+
+
 @dataclass(frozen=True)
 class DestinationTable:
     """One source object applied into one silver table."""
@@ -57,6 +89,7 @@ class DestinationTable:
     # COMPARE_OLD_VALUES(..., compare => FALSE): (column, operation) pairs not compared.
     uncompared_columns: frozenset[tuple[str, str]] = frozenset()
     update_conflict_handlers: tuple[UpdateConflictHandler, ...] = ()
+    transformations: tuple[ColumnTransformation, ...] = ()
 
     @property
     def source_object(self) -> tuple[str, str, str]:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from lakeapply.contract.identifiers import validate_oracle_identifier
 from lakeapply.contract.table_definitions import TableDefinition
 from lakeapply.errors import ConfigurationError
-from lakeapply.silver.settings import ApplySettings
+from lakeapply.silver.settings import ApplySettings, DestinationTable, TransformationKind
 
 # The operations COMPARE_OLD_VALUES applies to.
 OPERATIONS = ("UPDATE", "DELETE")
@@ -82,12 +82,17 @@ def _validate_tables(settings: ApplySettings, fail: Fail, at: str) -> None:
         where = f"{at}tables/{index}"
         check_source(settings, table.source_database, f"{where}/source_database", fail)
         if table.silver_table in silver_tables:
-            raise fail(
-                f"{where}/silver_table",
-                f"duplicate silver_table {table.silver_table!r} "
-                f"(also {at}tables/{silver_tables[table.silver_table]})",
-            )
-        silver_tables[table.silver_table] = index
+            # Consolidation (N sources -> one table) is allowed for the same source table only.
+            first = settings.tables[silver_tables[table.silver_table]]
+            if (first.definition, first.key_columns) != (table.definition, table.key_columns):
+                raise fail(
+                    f"{where}/silver_table",
+                    f"duplicate silver_table {table.silver_table!r} "
+                    f"(also {at}tables/{silver_tables[table.silver_table]}): one silver table "
+                    "can only consolidate the same source table, with the same definition and "
+                    "key columns, from several source databases",
+                )
+        silver_tables.setdefault(table.silver_table, index)
         database, owner, name = table.source_object
         if table.source_object in source_objects:
             raise fail(
@@ -130,3 +135,22 @@ def _validate_tables(settings: ApplySettings, fail: Fail, at: str) -> None:
                         f"{where}/update_conflict_handlers/{handled[column]}",
                     )
                 handled[column] = number
+        _check_transformations(table, f"{where}/transformations", fail)
+
+
+def _check_transformations(table: DestinationTable, where: str, fail: Fail) -> None:
+    """What a step produces must exist at the destination (what it removes or renames is a
+    source column, which the destination may lack: that is what transformations are for)."""
+    for number, step in enumerate(table.transformations):
+        step_where = f"{where}/{number}"
+        if step.kind is TransformationKind.RENAME_COLUMN:
+            check_columns(
+                table.definition, step.columns[1:], f"{step_where}/rename_column/to", fail
+            )
+        elif step.kind is TransformationKind.ADD_COLUMN:
+            check_columns(table.definition, step.columns, f"{step_where}/add_column/column", fail)
+            if step.value is not None and step.expression is not None:
+                raise fail(
+                    f"{step_where}/add_column",
+                    "give either a constant value or an expression, not both",
+                )

@@ -1,0 +1,95 @@
+"""Declarative rule-based transformations of row LCRs (spec rule 6, column discrepancies).
+
+Oracle runs a rule-based transformation on an LCR after its rules pass it and before the apply
+computes keys, converts values and detects conflicts (reference 002: "dequeue, rule-based
+transformations, dependency computation, handlers"). lakeapply's declarative steps are Oracle's
+DBMS_STREAMS_ADM ones, per destination table, run in their declared order:
+
+* DELETE COLUMN: the column leaves the LCR (an extra source column no longer fails with
+  ORA-00904);
+* RENAME COLUMN: the source name becomes the destination's;
+* ADD COLUMN: a value (a constant, or a Spark SQL expression over the LCR's fields) is added,
+  by default to ``new_values`` of INSERTs and UPDATEs;
+* KEEP COLUMNS: every other column leaves the LCR.
+
+Each step is a Spark Column expression over the ``old_values``/``new_values`` arrays (higher-order
+``filter``/``transform``): nothing leaves the JVM, whatever the number of LCRs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from lakeapply.silver.settings import (
+    ColumnTransformation,
+    DestinationTable,
+    TransformationKind,
+    ValueImage,
+)
+
+IMAGES = {"old_values": ValueImage.OLD, "new_values": ValueImage.NEW}
+# Which images exist for each command (an INSERT has no old values, a DELETE no new ones).
+COMMANDS_WITH = {"old_values": ("UPDATE", "DELETE"), "new_values": ("INSERT", "UPDATE")}
+
+
+def transform_row_lcrs(rows: DataFrame, tables: Iterable[DestinationTable]) -> DataFrame:
+    """Run each table's transformations on its row LCRs (``rows`` holds the LCR columns
+    ``source_database_name``, ``object_owner``, ``object_name``, ``command_type``,
+    ``old_values``, ``new_values``); LCRs of other tables pass unchanged."""
+    transformed = [table for table in tables if table.transformations]
+    if not transformed:
+        return rows
+    columns: dict[str, Column] = {}
+    for image in IMAGES:
+        value: Column = F.col(image)
+        for table in transformed:
+            database, owner, name = table.source_object
+            is_table = (
+                (F.col("source_database_name") == database)
+                & (F.col("object_owner") == owner)
+                & (F.col("object_name") == name)
+            )
+            value = F.when(is_table, _image_after(table, image)).otherwise(value)
+        columns[image] = value
+    return rows.withColumns(columns)
+
+
+def _image_after(table: DestinationTable, image: str) -> Column:
+    value: Column = F.col(image)
+    for step in table.transformations:
+        if step.value_type in (IMAGES[image], ValueImage.BOTH):
+            value = _step(step, value, image)
+    return value
+
+
+def _step(step: ColumnTransformation, values: Column, image: str) -> Column:
+    if step.kind is TransformationKind.DELETE_COLUMN:
+        return F.filter(values, lambda v: v["column_name"] != step.columns[0])
+    if step.kind is TransformationKind.KEEP_COLUMNS:
+        return F.filter(values, lambda v: v["column_name"].isin(*step.columns))
+    if step.kind is TransformationKind.RENAME_COLUMN:
+        source, target = step.columns
+        return F.transform(
+            values,
+            lambda v: F.when(
+                v["column_name"] == source, v.withField("column_name", F.lit(target))
+            ).otherwise(v),
+        )
+    return _add_column(step, values, image)
+
+
+def _add_column(step: ColumnTransformation, values: Column, image: str) -> Column:
+    """ADD COLUMN replaces a value the LCR already has for the column (as Oracle's does)."""
+    column = step.columns[0]
+    value = F.expr(step.expression) if step.expression is not None else F.lit(step.value)
+    added = F.struct(
+        F.lit(column).alias("column_name"),
+        F.lit(step.data_type).alias("data_type"),
+        value.cast("string").alias("value"),
+    )
+    kept = F.filter(values, lambda v: v["column_name"] != column)
+    with_value = F.when(values.isNull(), F.array(added)).otherwise(F.concat(kept, F.array(added)))
+    return F.when(F.col("command_type").isin(*COMMANDS_WITH[image]), with_value).otherwise(values)

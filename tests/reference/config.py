@@ -1,0 +1,276 @@
+"""The reference applier's own reading of an apply configuration.
+
+Independent of ``pipelines/`` on purpose: this module reads the *public* formats (an apply
+process as written in lakeapply.yml, table definitions as in schemas/table-definition.schema.json)
+and resolves everything the spec leaves to configuration (types, keys, instantiation SCNs, rules,
+handlers) with its own code. A mistake the engine makes in any of these cannot be copied here.
+
+The type mapping follows the README's table ("Oracle types in silver"): unconstrained NUMBER
+and FLOAT(b) are DECIMAL(38,10); CHAR/NCHAR without a length hold one character.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+# Value kinds: how a column's values are converted and compared.
+NUMBER = "number"
+FLOATING = "floating"
+CHARACTER = "character"  # CHAR, NCHAR, VARCHAR2, NVARCHAR2, ROWID, UROWID
+TEXT_LOB = "text_lob"  # CLOB, NCLOB, LONG
+DATETIME = "datetime"  # DATE, TIMESTAMP: wall-clock time
+DATETIME_TZ = "datetime_tz"  # TIMESTAMP WITH (LOCAL) TIME ZONE: an instant
+YEAR_MONTH = "year_month"
+DAY_SECOND = "day_second"
+RAW = "raw"  # RAW(n)
+BINARY_LOB = "binary_lob"  # BLOB, LONG RAW
+
+LOB_KINDS = (TEXT_LOB, BINARY_LOB)
+UNCONSTRAINED_PRECISION, UNCONSTRAINED_SCALE = 38, 10  # README: NUMBER -> DECIMAL(38,10)
+
+
+@dataclass(frozen=True)
+class ColumnType:
+    name: str  # e.g. "NUMBER", "BINARY_FLOAT", "NCHAR", "TIMESTAMP WITH TIME ZONE"
+    kind: str
+    precision: int | None = None
+    scale: int | None = None
+    length: int | None = None
+
+
+_SIMPLE_TYPES = {
+    "BINARY_FLOAT": FLOATING,
+    "BINARY_DOUBLE": FLOATING,
+    "DATE": DATETIME,
+    "TIMESTAMP": DATETIME,
+    "TIMESTAMP WITH TIME ZONE": DATETIME_TZ,
+    "TIMESTAMP WITH LOCAL TIME ZONE": DATETIME_TZ,
+    "INTERVAL YEAR TO MONTH": YEAR_MONTH,
+    "INTERVAL DAY TO SECOND": DAY_SECOND,
+    "CLOB": TEXT_LOB,
+    "NCLOB": TEXT_LOB,
+    "LONG": TEXT_LOB,
+    "BLOB": BINARY_LOB,
+    "LONG RAW": BINARY_LOB,
+    "ROWID": CHARACTER,
+    "UROWID": CHARACTER,
+}
+_LENGTHED = {"CHAR": CHARACTER, "NCHAR": CHARACTER, "VARCHAR2": CHARACTER, "NVARCHAR2": CHARACTER}
+
+
+def column_type(text: str) -> ColumnType:
+    """``NUMBER(5,2)``, ``VARCHAR2(10 CHAR)``, ``TIMESTAMP(3) WITH TIME ZONE``, ``RAW(4)``..."""
+    upper = " ".join(text.upper().split())
+    # Fractional-second and year/day precisions do not change the stored value here.
+    without_precisions = re.sub(r"(TIMESTAMP|YEAR|DAY|SECOND)\s*\(\s*\d+\s*\)", r"\1", upper)
+    if without_precisions in _SIMPLE_TYPES:
+        return ColumnType(without_precisions, _SIMPLE_TYPES[without_precisions])
+    match = re.fullmatch(
+        r"(\w+)(?:\s*\(\s*(\*|\d+)\s*(?:BYTE|CHAR)?\s*(?:,\s*(-?\d+)\s*)?\))?", upper
+    )
+    if not match:
+        raise ValueError(f"reference: unknown Oracle type {text!r}")
+    name, first, second = match.groups()
+    if name in ("NUMBER", "NUMERIC", "DECIMAL"):
+        if first is None:
+            return ColumnType("NUMBER", NUMBER)
+        precision = UNCONSTRAINED_PRECISION if first == "*" else int(first)
+        return ColumnType("NUMBER", NUMBER, precision, int(second or 0))
+    if name in ("INTEGER", "INT", "SMALLINT"):
+        return ColumnType("NUMBER", NUMBER, 38, 0)
+    if name == "FLOAT":
+        return ColumnType("NUMBER", NUMBER)
+    if name in _LENGTHED:
+        return ColumnType(name, _LENGTHED[name], length=int(first) if first else 1)
+    if name == "RAW" and first:
+        return ColumnType("RAW", RAW, length=int(first))
+    raise ValueError(f"reference: unknown Oracle type {text!r}")
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: ColumnType
+    nullable: bool = True
+    default: str | int | float | None = None
+
+    @property
+    def kind(self) -> str:
+        return self.type.kind
+
+
+@dataclass(frozen=True)
+class Definition:
+    owner: str
+    name: str
+    columns: tuple[Column, ...]
+    primary_key: tuple[str, ...] = ()
+    unique_keys: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (constraint name, columns)
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.owner}.{self.name}"
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(column.name for column in self.columns)
+
+    def column(self, name: str) -> Column:
+        return next(column for column in self.columns if column.name == name)
+
+
+def definition_from_document(document: Mapping[str, Any]) -> Definition:
+    """A table definition document (the public file format). As in Oracle, the columns of a
+    primary key are NOT NULL whatever the document says."""
+    primary_key = tuple(document.get("primary_key", ()))
+    return Definition(
+        owner=document["owner"],
+        name=document["name"],
+        columns=tuple(
+            Column(
+                name=column["name"],
+                type=column_type(column["type"]),
+                nullable=column.get("nullable", True) and column["name"] not in primary_key,
+                default=column.get("default"),
+            )
+            for column in document["columns"]
+        ),
+        primary_key=primary_key,
+        unique_keys=tuple(
+            (key["name"], tuple(key["columns"])) for key in document.get("unique_keys", ())
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class ConflictHandler:
+    method: str  # OVERWRITE, DISCARD, MAXIMUM, MINIMUM
+    columns: tuple[str, ...]
+    resolution_column: str
+
+
+@dataclass(frozen=True)
+class Destination:
+    source_database: str
+    definition: Definition
+    silver_table: str
+    substitute_key: tuple[str, ...] = ()
+    instantiation_scn: int | None = None
+    uncompared: frozenset[tuple[str, str]] = frozenset()  # (column, INSERT/UPDATE/DELETE/*)
+    handlers: tuple[ConflictHandler, ...] = ()
+    # Declarative transformations, as lakeapply.yml writes them ({"delete_column": "X"}, ...).
+    transformations: tuple[Mapping[str, Any], ...] = ()
+
+    @property
+    def key(self) -> tuple[str, ...]:
+        """Rule 5, in order of precedence: substitute key, primary key, smallest unique key with
+        a NOT NULL column, every column but LOB, LONG and LONG RAW."""
+        if self.substitute_key:
+            return self.substitute_key
+        if self.definition.primary_key:
+            return self.definition.primary_key
+        usable = [
+            (len(columns), name, columns)
+            for name, columns in self.definition.unique_keys
+            if any(not self.definition.column(c).nullable for c in columns)
+        ]
+        if usable:
+            return min(usable)[2]
+        return tuple(c.name for c in self.definition.columns if c.kind not in LOB_KINDS)
+
+    def handler_for(self, column: str) -> ConflictHandler | None:
+        return next((h for h in self.handlers if column in h.columns), None)
+
+    def compares(self, column: str, operation: str) -> bool:
+        return not {(column, operation), (column, "*")} & self.uncompared
+
+
+@dataclass(frozen=True)
+class ApplyProcess:
+    apply_name: str
+    source_databases: tuple[str, ...]
+    tables: tuple[Destination, ...]
+    disable_on_error: bool = True  # Oracle's default
+    discard_tagged: bool = False
+    schema_scns: Mapping[tuple[str, str], int] = field(default_factory=dict)
+    global_scns: Mapping[str, int] = field(default_factory=dict)
+    commit_serialization: str = "FULL"
+
+    def destination(self, database: str, owner: str, name: str) -> Destination | None:
+        """Rule 2: the destination table of a source table, if the apply routes it."""
+        return next(
+            (
+                t
+                for t in self.tables
+                if (t.source_database, t.definition.owner, t.definition.name)
+                == (database, owner, name)
+            ),
+            None,
+        )
+
+    def instantiation_scn(self, database: str, owner: str, name: str) -> int | None:
+        """Rule 3: the table's instantiation SCN, else its schema's, else its database's."""
+        table = self.destination(database, owner, name)
+        if table is not None and table.instantiation_scn is not None:
+            return table.instantiation_scn
+        if (database, owner) in self.schema_scns:
+            return self.schema_scns[(database, owner)]
+        return self.global_scns.get(database)
+
+
+def apply_process_from_config(
+    process: Mapping[str, Any], definitions: Mapping[str, Mapping[str, Any]]
+) -> ApplyProcess:
+    """One ``apply_processes`` entry of lakeapply.yml; ``definitions`` maps each table's
+    ``definition`` (its file name) to the document that file holds."""
+    parameters = process.get("parameters", {})
+    instantiation = process.get("instantiation", {})
+    return ApplyProcess(
+        apply_name=process["apply_name"],
+        source_databases=tuple(process["source_databases"]),
+        tables=tuple(_destination(table, definitions) for table in process["tables"]),
+        disable_on_error=parameters.get("disable_on_error", "Y") == "Y",
+        discard_tagged=process.get("rules", {}).get("discard_tagged", False),
+        schema_scns={
+            (e["source_database"], e["owner"]): e["scn"] for e in instantiation.get("schemas", ())
+        },
+        global_scns={e["source_database"]: e["scn"] for e in instantiation.get("global", ())},
+        commit_serialization=parameters.get("commit_serialization", "FULL"),
+    )
+
+
+def _destination(
+    table: Mapping[str, Any], definitions: Mapping[str, Mapping[str, Any]]
+) -> Destination:
+    return Destination(
+        source_database=table["source_database"],
+        definition=definition_from_document(definitions[table["definition"]]),
+        silver_table=table["silver_table"],
+        substitute_key=tuple(table.get("key_columns", ())),
+        instantiation_scn=table.get("instantiation_scn"),
+        uncompared=frozenset(
+            (column, operation)
+            for entry in table.get("compare_old_values", ())
+            for column in entry["columns"]
+            for operation in entry["operations"]
+        ),
+        handlers=tuple(
+            ConflictHandler(h["method"], tuple(h["column_list"]), h["resolution_column"])
+            for h in table.get("update_conflict_handlers", ())
+        ),
+        transformations=tuple(table.get("transformations", ())),
+    )
+
+
+def apply_process(
+    tables: Iterable[Destination], apply_name: str = "APPLY1", **parameters: Any
+) -> ApplyProcess:
+    """For hand-written tests: an apply process over ``tables`` reading their source databases."""
+    tables = tuple(tables)
+    parameters.setdefault(
+        "source_databases", tuple(dict.fromkeys(t.source_database for t in tables))
+    )
+    return ApplyProcess(apply_name=apply_name, tables=tables, **parameters)
