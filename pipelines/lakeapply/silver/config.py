@@ -8,6 +8,7 @@ the JSON path (``apply_processes/0/tables/1/key_columns``).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ from lakeapply.silver.settings import (
 )
 from lakeapply.silver.validation import validate_settings
 
-__all__ = ["config_json_schema", "load_config"]
+__all__ = ["config_json_schema", "load_config", "transformation_from_dict"]
 
 
 @cache
@@ -150,7 +151,7 @@ class _Loader:
             )
         return DestinationTable(
             transformations=tuple(
-                _transformation(step) for step in table.get("transformations", ())
+                transformation_from_dict(step) for step in table.get("transformations", ())
             ),
             source_database=table["source_database"],
             definition=definition,
@@ -163,8 +164,9 @@ class _Loader:
         )
 
 
-def _transformation(step: dict[str, Any]) -> ColumnTransformation:
-    """One ``transformations`` entry (its shape is checked by the JSON Schema)."""
+def transformation_from_dict(step: Mapping[str, Any]) -> ColumnTransformation:
+    """One ``transformations`` entry of lakeapply.yml (its shape is checked by the JSON Schema
+    when it comes from a file)."""
     value_type = ValueImage(step.get("value_type", "NEW" if "add_column" in step else "*"))
     if "delete_column" in step:
         return ColumnTransformation(

@@ -58,7 +58,7 @@ from lakeapply.contract.table_definitions import TableDefinition, table_definiti
 from lakeapply.errors import ConfigurationError, LakeapplyError
 from lakeapply.runtime.catalog import Catalog
 from lakeapply.silver import dictionary
-from lakeapply.silver.config import load_config
+from lakeapply.silver.config import load_config, transformation_from_dict
 from lakeapply.silver.engine import (
     CycleReport,
     apply_cycle,
@@ -160,11 +160,13 @@ def destination(
     instantiation_scn: int | None = 0,
     update_conflict_handlers: Sequence[HandlerSpec] = (),
     uncompared_columns: Iterable[tuple[str, str]] = (),
+    transformations: Sequence[Mapping[str, Any]] = (),
 ) -> DestinationTable:
     """A destination table of an apply process (the ``tables`` entries of ``lakeapply.yml``).
 
     ``instantiation_scn`` defaults to 0 (apply everything); ``None`` means not instantiated
-    (ORA-26687). Handlers as ``UpdateConflictHandler`` or ``("MAXIMUM", ["SAL"], "SAL")``."""
+    (ORA-26687). Handlers as ``UpdateConflictHandler`` or ``("MAXIMUM", ["SAL"], "SAL")``;
+    transformations as lakeapply.yml writes them (``{"delete_column": "NICKNAME"}``, ...)."""
     handlers = tuple(
         handler
         if isinstance(handler, UpdateConflictHandler)
@@ -179,6 +181,7 @@ def destination(
         instantiation_scn=instantiation_scn,
         uncompared_columns=frozenset(uncompared_columns),
         update_conflict_handlers=handlers,
+        transformations=tuple(transformation_from_dict(step) for step in transformations),
     )
 
 
