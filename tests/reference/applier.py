@@ -56,7 +56,7 @@ D8  Conversions (``convert_value``): NUMBER text may have blanks around it and a
     an even number of hex digits, else 01465; RAW(n) longer than n bytes is 12899.
 D9  ``initial_rows``: a missing column is NULL (a copy, not an insert: no default); a duplicate
     key or an unknown column or silver table is a ValueError.
-D10 DDL LCRs obey the tag rule only (no table rule, no instantiation SCN) and are recorded in
+D10 DDL LCRs obey the tag rule and the rule sets only (no table rule, no instantiation SCN) and are recorded in
     ``ddl`` when their transaction is applied; they never change the tables here.
 D11 LOB piecewise commands (LOB WRITE/ERASE/TRIM) are not applied yet: ORA-03001.
 D12 Malformed input beyond the JSON Schema's reach (a column twice in one image, two COMMITs
@@ -500,8 +500,9 @@ class _Applied:
 
 
 def _passes_rules(settings: ApplyProcess, database: str, lcr: dict[str, Any]) -> bool:
-    """Rule 2: the tag rule, then the table rules (a row LCR needs a destination table)."""
-    if settings.discard_tagged and lcr.get("tag") is not None:
+    """Rule 2: the tag rule and the rule sets, then the table rules (a row LCR needs a
+    destination table)."""
+    if not settings.passes_rules(lcr):
         return False
     if _is_ddl(lcr):
         return True  # D10

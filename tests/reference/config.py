@@ -198,6 +198,18 @@ class ApplyProcess:
     schema_scns: Mapping[tuple[str, str], int] = field(default_factory=dict)
     global_scns: Mapping[str, int] = field(default_factory=dict)
     commit_serialization: str = "FULL"
+    # Rule sets as lakeapply.yml writes them ({"schema": "APP", "tag": "01"}, ...); positive:
+    # None when the apply process declares none.
+    negative_rules: tuple[Mapping[str, Any], ...] = ()
+    positive_rules: tuple[Mapping[str, Any], ...] | None = None
+
+    def passes_rules(self, lcr: Mapping[str, Any]) -> bool:
+        """Rule 2: the tag rule, the negative rule set, then the positive one (if declared)."""
+        if self.discard_tagged and lcr.get("tag") is not None:
+            return False
+        if any(_matches(rule, lcr) for rule in self.negative_rules):
+            return False
+        return self.positive_rules is None or any(_matches(r, lcr) for r in self.positive_rules)
 
     def destination(self, database: str, owner: str, name: str) -> Destination | None:
         """Rule 2: the destination table of a source table, if the apply routes it."""
@@ -221,6 +233,24 @@ class ApplyProcess:
         return self.global_scns.get(database)
 
 
+def _matches(rule: Mapping[str, Any], lcr: Mapping[str, Any]) -> bool:
+    """A rule matches an LCR when every field it names equals the LCR's (a tag in any case)."""
+    fields = {
+        "source_database": "source_database_name",
+        "schema": "object_owner",
+        "table": "object_name",
+    }
+    for name, lcr_field in fields.items():
+        if name in rule and lcr.get(lcr_field) != rule[name]:
+            return False
+    tag, condition = lcr.get("tag"), rule.get("tag")
+    if condition == "NULL":
+        return tag is None
+    if condition == "NOT NULL":
+        return tag is not None
+    return condition is None or (tag is not None and tag.upper() == condition.upper())
+
+
 def apply_process_from_config(
     process: Mapping[str, Any], definitions: Mapping[str, Mapping[str, Any]]
 ) -> ApplyProcess:
@@ -234,6 +264,10 @@ def apply_process_from_config(
         tables=tuple(_destination(table, definitions) for table in process["tables"]),
         disable_on_error=parameters.get("disable_on_error", "Y") == "Y",
         discard_tagged=process.get("rules", {}).get("discard_tagged", False),
+        negative_rules=tuple(process.get("rules", {}).get("negative", ())),
+        positive_rules=(
+            tuple(process["rules"]["positive"]) if "positive" in process.get("rules", {}) else None
+        ),
         schema_scns={
             (e["source_database"], e["owner"]): e["scn"] for e in instantiation.get("schemas", ())
         },

@@ -1360,3 +1360,30 @@ def test_rename_add_and_keep_steps_run_in_order_on_the_images_they_name() -> Non
     assert result.errors == []
     row = accounts(result)[(Decimal(1),)]
     assert (row["HOLDER"], row["STATUS"], row["VERSION"]) == ("Ann", "NEW", Decimal(2))
+
+
+# ---------------------------------------------------------------------------------------------
+# Rule 2: rule sets (the negative one first)
+# ---------------------------------------------------------------------------------------------
+
+BOTH_TAGS = [
+    insert("1.1.1", 100, ALICE, tag="0A"),
+    insert("1.1.1", 101, BOB),
+    commit("1.1.1", 102),
+]
+
+
+def test_a_negative_rule_discards_what_a_positive_rule_would_let_through() -> None:
+    settings = apply_settings(
+        negative_rules=({"source_database": DB, "tag": "0a"},),
+        positive_rules=({"schema": "APP"},),
+    )
+    assert list(accounts(reference_apply(settings, BOTH_TAGS))) == [(Decimal(2),)]
+
+
+def test_a_positive_rule_set_lets_through_only_what_one_of_its_rules_matches() -> None:
+    settings = apply_settings(positive_rules=({"tag": "NOT NULL"},))
+    result = reference_apply(settings, BOTH_TAGS)
+    assert list(accounts(result)) == [(Decimal(1),)]
+    nothing = apply_settings(positive_rules=({"schema": "OTHER"},))
+    assert accounts(reference_apply(nothing, BOTH_TAGS)) == {}

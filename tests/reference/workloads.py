@@ -570,7 +570,7 @@ def workloads(
             if use_positions:
                 lcr["position"] = f"{scn:012d}{index:04d}"
             if _chance(draw, 12):
-                lcr["tag"] = "01"
+                lcr["tag"] = draw(st.sampled_from(["01", "02", "0a"]))
             if _chance(draw, 3):
                 lcr["source_time"] = "2024-01-01T00:00:00"
         lcrs = writer.lcrs
@@ -660,7 +660,7 @@ def workloads(
             "disable_on_error": "Y" if abort else "N",
         },
         "source_databases": list(sources),
-        "rules": {"discard_tagged": draw(st.booleans())},
+        "rules": {"discard_tagged": draw(st.booleans()), **_rule_sets(draw, sources, specs)},
         "tables": tables,
     }
     if schema_scns or global_scns:
@@ -679,6 +679,41 @@ def workloads(
     if arrival == "lcrs shuffled":
         lcrs = draw(st.permutations(lcrs))
     return Workload(process, definitions, list(lcrs), initial_rows)
+
+
+def _rule_sets(
+    draw: st.DrawFn, sources: tuple[str, ...], specs: list[_TableSpec]
+) -> dict[str, list[dict[str, Any]]]:
+    """Sometimes a negative and/or a positive rule set (rule 2); each rule names a source
+    database, as rules written for one source would."""
+    source = draw(st.sampled_from(sources))
+    table = draw(st.sampled_from(specs)).name
+    negative = draw(
+        st.sampled_from(
+            [
+                [],
+                [],
+                [{"source_database": source, "schema": OWNER, "table": table}],
+                [{"source_database": source, "tag": "02"}],
+                [{"source_database": source, "schema": OWNER, "tag": "NOT NULL"}],
+            ]
+        )
+    )
+    positive = draw(
+        st.sampled_from(
+            [
+                None,
+                None,
+                [{"source_database": s, "schema": OWNER} for s in sources],
+                [{"source_database": s, "schema": OWNER, "table": table} for s in sources],
+                [{"source_database": s, "tag": "NULL"} for s in sources],
+            ]
+        )
+    )
+    return {
+        **({"negative": negative} if negative else {}),
+        **({"positive": positive} if positive is not None else {}),
+    }
 
 
 def _destination_key(spec: _TableSpec, row: SourceRow) -> tuple[Any, ...]:

@@ -71,6 +71,10 @@ def isolate(workload: Workload, number: int) -> Workload:
     for level in process.get("instantiation", {}).values():
         for entry in level:
             entry["source_database"] = source(entry["source_database"])
+    for kind in ("negative", "positive"):
+        for rule in process.get("rules", {}).get(kind, ()):
+            if "source_database" in rule:
+                rule["source_database"] = source(rule["source_database"])
     return Workload(
         process=process,
         definitions={f"e{number}_{name}": doc for name, doc in workload.definitions.items()},
@@ -99,9 +103,19 @@ def merge(workloads: Sequence[Workload], apply_name: str) -> Workload:
     carry on after an error can share an apply: an abort would stop the others."""
     first = workloads[0].process
     assert first["parameters"].get("disable_on_error") == "N"
+    discard_tagged = first.get("rules", {}).get("discard_tagged", False)
+    negative: list[Any] = []
+    positive: list[Any] = []
     for workload in workloads:
         assert workload.process.get("parameters") == first.get("parameters")
-        assert workload.process.get("rules") == first.get("rules")
+        rules = workload.process.get("rules", {})
+        assert rules.get("discard_tagged", False) == discard_tagged
+        # Every generated rule names its workload's source database, so the sets can merge; a
+        # workload without a positive rule set lets all of its sources through.
+        negative += rules.get("negative", [])
+        positive += rules.get(
+            "positive", [{"source_database": s} for s in workload.process["source_databases"]]
+        )
     instantiation: dict[str, list[Any]] = {}
     for workload in workloads:
         for level, entries in workload.process.get("instantiation", {}).items():
@@ -110,7 +124,7 @@ def merge(workloads: Sequence[Workload], apply_name: str) -> Workload:
         "apply_name": apply_name,
         "parameters": dict(first["parameters"]),
         "source_databases": [s for w in workloads for s in w.process["source_databases"]],
-        "rules": dict(first.get("rules", {})),
+        "rules": {"discard_tagged": discard_tagged, "negative": negative, "positive": positive},
         "tables": [t for w in workloads for t in w.process["tables"]],
         **({"instantiation": instantiation} if instantiation else {}),
     }

@@ -341,3 +341,25 @@ def test_a_transformation_must_produce_a_destination_column(tmp_path: Path) -> N
         r"unknown column\(s\) \['NOT_THERE'\]",
         _process(tables=[_table(transformations=steps)]),
     )
+
+
+def test_rule_sets_load_with_the_negative_and_positive_rules_in_order(tmp_path: Path) -> None:
+    rules = {
+        "negative": [{"source_database": "ORCL", "schema": "US03", "table": "AUDIT"}],
+        "positive": [{"schema": "US03"}, {"tag": "NULL"}],
+    }
+    (settings,) = _load(tmp_path, _process(rules=rules))
+    assert [(r.level, r.table) for r in settings.negative_rules] == [("TABLE", "AUDIT")]
+    assert [(r.level, r.tag) for r in settings.positive_rules or ()] == [
+        ("SCHEMA", None),
+        ("GLOBAL", "NULL"),
+    ]
+
+
+def test_a_rule_for_a_source_the_apply_does_not_read_is_an_error(tmp_path: Path) -> None:
+    _fails(
+        tmp_path,
+        "apply_processes/0/rules/negative/0/source_database",
+        r"source database 'ELSEWHERE' is not one of",
+        _process(rules={"negative": [{"source_database": "ELSEWHERE"}]}),
+    )

@@ -29,7 +29,9 @@ from lakeapply.contract.table_definitions import TableDefinition, table_definiti
 from lakeapply.errors import ConfigurationError
 from lakeapply.runtime.catalog import Catalog
 from lakeapply.silver import dictionary, engine
+from lakeapply.silver.rules import rule_condition_text
 from lakeapply.silver.settings import (
+    ApplyRule,
     ApplySettings,
     ColumnTransformation,
     CommitSerialization,
@@ -225,6 +227,24 @@ def _dictionary_rows(settings: ApplySettings) -> dict[str, list[tuple[Any, ...]]
         dictionary.CONFLICT_COLUMNS: [],
         dictionary.COMPARE_OLD_VALUES: [],
         dictionary.TRANSFORMATIONS: [],
+        dictionary.RULES: [
+            (
+                name,
+                rule_set,
+                number,
+                rule.level,
+                rule.source_database,
+                rule.schema,
+                rule.table,
+                rule.tag,
+                rule_condition_text(rule),
+            )
+            for rule_set, rules in (
+                ("NEGATIVE", settings.negative_rules),
+                ("POSITIVE", settings.positive_rules or ()),
+            )
+            for number, rule in enumerate(rules, start=1)
+        ],
     }
     for table in settings.tables:
         source = (name, table.source_database, table.definition.owner, table.definition.name)
@@ -403,6 +423,23 @@ def load_settings(spark: SparkSession, catalog: Catalog, apply_name: str) -> App
                 ),
             )
         )
+    rules: dict[str, list[tuple[int, ApplyRule]]] = {"POSITIVE": [], "NEGATIVE": []}
+    for row in _rows(spark, catalog, dictionary.RULES, name):
+        rules[row["rule_set_type"]].append(
+            (
+                row["rule_number"],
+                ApplyRule(
+                    row["source_database"],
+                    row["schema_name"],
+                    row["object_name"],
+                    row["tag_condition"],
+                ),
+            )
+        )
+    negative, positive = (
+        tuple(rule for _, rule in sorted(rules[kind], key=lambda item: item[0]))
+        for kind in ("NEGATIVE", "POSITIVE")
+    )
     process = processes[0]
     defaults = ApplySettings(name, (), ())
     return ApplySettings(
@@ -414,6 +451,8 @@ def load_settings(spark: SparkSession, catalog: Catalog, apply_name: str) -> App
         ),
         disable_on_error=values.get("DISABLE_ON_ERROR", process["disable_on_error"] == "Y"),
         discard_tagged=values.get("DISCARD_TAGGED", defaults.discard_tagged),
+        negative_rules=negative,
+        positive_rules=positive or None,  # a declared positive rule set is never empty
         schema_instantiation_scns=tuple(
             (row["source_database"], row["source_schema"], row["instantiation_scn"])
             for row in _rows(spark, catalog, dictionary.INSTANTIATED_SCHEMAS, name)

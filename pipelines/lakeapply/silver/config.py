@@ -23,6 +23,7 @@ from lakeapply.contract.table_definitions import (
 from lakeapply.contract.validation import validate_document
 from lakeapply.errors import ConfigurationError
 from lakeapply.silver.settings import (
+    ApplyRule,
     ApplySettings,
     ColumnTransformation,
     CommitSerialization,
@@ -34,7 +35,7 @@ from lakeapply.silver.settings import (
 )
 from lakeapply.silver.validation import validate_settings
 
-__all__ = ["config_json_schema", "load_config", "transformation_from_dict"]
+__all__ = ["config_json_schema", "load_config", "rule_from_dict", "transformation_from_dict"]
 
 
 @cache
@@ -95,6 +96,14 @@ class _Loader:
             ),
             disable_on_error=parameters.get("disable_on_error", "Y") == "Y",
             discard_tagged=process.get("rules", {}).get("discard_tagged", False),
+            negative_rules=tuple(
+                rule_from_dict(rule) for rule in process.get("rules", {}).get("negative", ())
+            ),
+            positive_rules=(
+                tuple(rule_from_dict(rule) for rule in process["rules"]["positive"])
+                if "positive" in process.get("rules", {})
+                else None
+            ),
             schema_instantiation_scns=tuple(
                 (entry["source_database"], entry["owner"], entry["scn"])
                 for entry in instantiation.get("schemas", ())
@@ -189,4 +198,14 @@ def transformation_from_dict(step: Mapping[str, Any]) -> ColumnTransformation:
         value=add.get("value"),
         expression=add.get("expression"),
         data_type=add.get("data_type", "VARCHAR2"),
+    )
+
+
+def rule_from_dict(rule: Mapping[str, Any]) -> ApplyRule:
+    """One entry of ``rules.positive`` / ``rules.negative`` in lakeapply.yml."""
+    return ApplyRule(
+        source_database=rule.get("source_database"),
+        schema=rule.get("schema"),
+        table=rule.get("table"),
+        tag=rule.get("tag"),
     )

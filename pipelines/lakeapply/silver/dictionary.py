@@ -111,6 +111,18 @@ TRANSFORMATIONS_SCHEMA = _schema(
     ("column_function", S, True),  # ADD COLUMN: the Spark SQL expression
     ("column_type", S, True),  # ADD COLUMN: the LCR data_type of the added value
 )
+RULES = "rules"  # DBA_STREAMS_RULES (an apply process's positive and negative rule sets)
+RULES_SCHEMA = _schema(
+    ("apply_name", S, False),
+    ("rule_set_type", S, False),  # POSITIVE | NEGATIVE
+    ("rule_number", L, False),
+    ("streams_rule_type", S, False),  # GLOBAL | SCHEMA | TABLE
+    ("source_database", S, True),
+    ("schema_name", S, True),
+    ("object_name", S, True),
+    ("tag_condition", S, True),  # NULL | NOT NULL | a tag in hex
+    ("rule_condition", S, False),  # the condition as text, for reading
+)
 
 # --- progress ---------------------------------------------------------------------------------
 CYCLES = "cycles"
@@ -200,6 +212,7 @@ DICTIONARY_TABLES: dict[str, T.StructType] = {
     CONFLICT_COLUMNS: CONFLICT_COLUMNS_SCHEMA,
     COMPARE_OLD_VALUES: COMPARE_OLD_VALUES_SCHEMA,
     TRANSFORMATIONS: TRANSFORMATIONS_SCHEMA,
+    RULES: RULES_SCHEMA,
     CYCLES: CYCLES_SCHEMA,
     PROGRESS: PROGRESS_SCHEMA,
     TRANSACTIONS: TRANSACTIONS_SCHEMA,

@@ -42,6 +42,7 @@ from lakeapply.runtime.retry import retry_on_concurrent_modification
 from lakeapply.silver import dictionary
 from lakeapply.silver.components import key_components
 from lakeapply.silver.fold import FOLD_OUTPUT_SCHEMA, FoldPlan, Position, fold_function
+from lakeapply.silver.rules import passes_rules
 from lakeapply.silver.settings import ApplySettings, DestinationTable
 from lakeapply.silver.stage import STAGED_COLUMNS, stage_function
 from lakeapply.silver.transactions import assemble_transactions
@@ -397,9 +398,7 @@ def _messages(
     lcrs: DataFrame, committed: DataFrame, settings: ApplySettings, spark: SparkSession
 ) -> DataFrame:
     """Row LCRs of committed transactions that pass the rules (D2), numbered in apply order."""
-    rows = lcrs.where(F.col("lcr_kind") == "ROW")
-    if settings.discard_tagged:
-        rows = rows.where(F.col("tag").isNull())
+    rows = lcrs.where((F.col("lcr_kind") == "ROW") & passes_rules(settings))
     rows = transform_row_lcrs(rows, settings.tables)  # after the rules, before keys and types
     rows = (
         rows.drop("commit_scn")
@@ -882,7 +881,7 @@ def _record_outcomes(
     )
     ddl_counts = (
         inputs.lcrs.where(F.col("lcr_kind") == "DDL")
-        .where(F.col("tag").isNull() if settings.discard_tagged else F.lit(True))
+        .where(passes_rules(settings))
         .groupBy("source_database_name", "transaction_id")
         .agg(F.count(F.lit(1)).alias("ddl_count"))
     )

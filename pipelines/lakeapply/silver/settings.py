@@ -107,6 +107,22 @@ class DestinationTable:
 
 
 @dataclass(frozen=True)
+class ApplyRule:
+    """One rule of an apply process's positive or negative rule set (ADD_GLOBAL_RULES,
+    ADD_SCHEMA_RULES, ADD_TABLE_RULES): its level is the most specific name it gives. ``tag`` is
+    a condition on the LCR's tag: ``"NULL"``, ``"NOT NULL"`` or a tag's hex value; None: any."""
+
+    source_database: str | None = None
+    schema: str | None = None
+    table: str | None = None
+    tag: str | None = None
+
+    @property
+    def level(self) -> str:
+        return "TABLE" if self.table else "SCHEMA" if self.schema else "GLOBAL"
+
+
+@dataclass(frozen=True)
 class ApplySettings:
     """Everything one apply process needs to apply a cycle."""
 
@@ -116,6 +132,9 @@ class ApplySettings:
     commit_serialization: CommitSerialization = CommitSerialization.FULL
     disable_on_error: bool = True
     discard_tagged: bool = False  # tag rule: discard LCRs whose tag is not NULL
+    # Rule sets (rule 2): the negative one first; None: no positive rule set beyond the tables.
+    negative_rules: tuple[ApplyRule, ...] = ()
+    positive_rules: tuple[ApplyRule, ...] | None = None
     # (source_database, owner) -> SCN and source_database -> SCN (SET_SCHEMA/GLOBAL_INSTANTIATION_SCN)
     schema_instantiation_scns: tuple[tuple[str, str, int], ...] = ()
     global_instantiation_scns: tuple[tuple[str, int], ...] = ()

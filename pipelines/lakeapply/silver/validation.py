@@ -10,6 +10,7 @@ and process (``apply_processes/0/``) and the admin API with the apply process na
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 
 from lakeapply.contract.identifiers import validate_oracle_identifier
@@ -72,7 +73,28 @@ def validate_settings(settings: ApplySettings, fail: Fail | None = None, at: str
         where = f"{at}instantiation/global/{index}"
         check_source(settings, database, f"{where}/source_database", fail)
         check_scn(scn, f"{where}/scn", fail)
+    _validate_rules(settings, fail, at)
     _validate_tables(settings, fail, at)
+
+
+TAG_CONDITION = re.compile(r"NULL|NOT NULL|(?:[0-9A-Fa-f]{2})+")
+
+
+def _validate_rules(settings: ApplySettings, fail: Fail, at: str) -> None:
+    for kind, rules in (
+        ("negative", settings.negative_rules),
+        ("positive", settings.positive_rules),
+    ):
+        if rules is not None and kind == "positive" and not rules:
+            raise fail(f"{at}rules/positive", "a positive rule set needs at least one rule")
+        for index, rule in enumerate(rules or ()):
+            where = f"{at}rules/{kind}/{index}"
+            if rule.source_database is not None:
+                check_source(settings, rule.source_database, f"{where}/source_database", fail)
+            if rule.table is not None and rule.schema is None:
+                raise fail(f"{where}/table", "a table rule names its schema too")
+            if rule.tag is not None and not TAG_CONDITION.fullmatch(rule.tag):
+                raise fail(f"{where}/tag", f"{rule.tag!r} is not NULL, NOT NULL or a hex tag")
 
 
 def _validate_tables(settings: ApplySettings, fail: Fail, at: str) -> None:
