@@ -28,7 +28,7 @@ run: $(STAMP) ## Demo on the embedded default: generate LCRs -> bronze -> silver
 # The CI tier: static checks, then every test not marked slow or soak (well under 40 minutes).
 .PHONY: test
 test: check ## Static checks + the test suite (what CI runs)
-	$(BIN)/pytest -q -m "not slow and not soak"
+	$(BIN)/pytest -q -m "not slow and not soak" --durations=30
 
 .PHONY: test-slow
 test-slow: $(STAMP) ## Wide property runs: the differential at >= 300 workloads (about an hour)

@@ -27,7 +27,10 @@ def _passing(spark: SparkSession, settings: ApplySettings) -> list[tuple[str, st
         LCRS,
     )
     rows = frame.where(passes_rules(settings)).collect()
-    return sorted((f"{r.object_owner}.{r.object_name}", r.tag) for r in rows)
+    return sorted(
+        ((f"{r.object_owner}.{r.object_name}", r.tag) for r in rows),
+        key=lambda row: (row[0], row[1] or ""),
+    )
 
 
 def test_a_negative_table_rule_discards_that_table_only(spark: SparkSession) -> None:
