@@ -19,6 +19,10 @@ APPLY_HALTED (FULL, disable_on_error Y) applied 2000, then aborted on ORA-26787 
 2.3.202 (first SCN 2015, committed at 2020) is not processed: it waits in the spill and is the
 oldest SCN.
 
+HOSTILE_SILVER holds a table of APPLY_DEMO whose owner, name and key column are legal quoted Oracle
+names that are hostile in SQL text (backticks, quotes, semicolons, spaces): the gold build, its
+duplicate-key test included, must treat them as data.
+
 ``populate`` writes it with the schemas of lakeapply.silver.dictionary; tests/gold/test_gold.py
 uses it, and so can a hand-run of the standalone ``dbt build`` (see dbt/README.md).
 """
@@ -51,6 +55,20 @@ HALTED_TRANSACTION = "2.2.201"  # the transaction APPLY_HALTED aborted on
 HALTED_WAITING = "2.3.202"  # committed after it: not processed
 STUDENT_SILVER = "orcl_us03_student"
 COURSE_SILVER = "orcl_us03_course"
+HOSTILE_SILVER = "orcl_hostile_t"
+HOSTILE_OWNER = "MY SCHEMA`)'; --"
+HOSTILE_TABLE = "T;DROP TABLE sentinel"
+HOSTILE_KEY = "K`EY; DROP TABLE sentinel; --"
+HOSTILE_VALUE = "FIRST NAME,(=)"
+HOSTILE_DEFINITION = {
+    "owner": HOSTILE_OWNER,
+    "name": HOSTILE_TABLE,
+    "columns": [
+        {"name": HOSTILE_KEY, "type": "NUMBER(10)"},
+        {"name": HOSTILE_VALUE, "type": "VARCHAR2(20)"},
+    ],
+    "primary_key": [HOSTILE_KEY],
+}
 ERROR_MESSAGE = (
     'ORA-26787: The row with key ("STUDENT_KEY") = (7) does not exist in table US03.STUDENT'
 )
@@ -195,6 +213,16 @@ def populate(spark: SparkSession, catalog: Catalog) -> None:
                 "definition_json": _definition_json(name),
             }
             for name in ("student", "course")
+        ]
+        + [
+            {
+                "apply_name": APPLY,
+                "source_database": DB,
+                "object_owner": HOSTILE_OWNER,
+                "object_name": HOSTILE_TABLE,
+                "silver_table": HOSTILE_SILVER,
+                "definition_json": json.dumps(HOSTILE_DEFINITION),
+            }
         ],
     )
     apply_table(
@@ -396,6 +424,19 @@ def populate(spark: SparkSession, catalog: Catalog) -> None:
 
     with ThreadPoolExecutor(max_workers=3) as pool:
         list(pool.map(create, tables))
+
+    # Hostile column names need Delta column mapping, which ensure_delta_table turns on.
+    hostile = catalog.silver_table(HOSTILE_SILVER)
+    hostile_schema = T.StructType(
+        [
+            T.StructField(HOSTILE_KEY, T.DecimalType(10, 0)),
+            T.StructField(HOSTILE_VALUE, T.StringType()),
+        ]
+    )
+    ensure_delta_table(spark, hostile, hostile_schema)
+    spark.createDataFrame([(Decimal(1), "a"), (Decimal(2), "a")], hostile_schema).write.format(
+        "delta"
+    ).mode("append").saveAsTable(hostile)
 
 
 # Silver rows; COURSE has the substitute key (UNIVERSITY, SUBJECT), narrower than its primary key.

@@ -14,6 +14,7 @@ from decimal import Decimal
 import pytest
 from pyspark.sql import Row, SparkSession
 
+from lakeapply.contract.identifiers import quote
 from lakeapply.gold import GoldError, GoldReport, render_sqlplus, run_gold, session_warehouse
 from lakeapply.gold.runner import _number_text, nls_format
 from lakeapply.runtime.catalog import Catalog
@@ -313,3 +314,27 @@ def test_nls_date_formats_and_sqlplus_numbers() -> None:
     assert _number_text(Decimal("0.50"), 10) == ".5"
     assert _number_text(Decimal("-12.3400"), 10) == "-12.34"
     assert _number_text(12345678901234, 10) == "1.2346E+13"
+
+
+def test_a_table_with_hostile_names_is_checked_as_data(spark: SparkSession, gold: Gold) -> None:
+    # The build passed its duplicate-key test over HOSTILE_SILVER (quoted key column); a
+    # duplicate there must fail it, which proves the check read the table.
+    hostile = gold.catalog.silver_table(sample.HOSTILE_SILVER)
+    schema = spark.table(hostile).schema
+    spark.createDataFrame([(Decimal(2), "b")], schema).write.format("delta").mode(
+        "append"
+    ).saveAsTable(hostile)
+    try:
+        with pytest.raises(GoldError, match="assert_no_duplicate_keys_in_silver_tables"):
+            run_gold(
+                spark,
+                session_warehouse(spark),
+                gold.catalog.prefix,
+                "test",
+                select=["assert_no_duplicate_keys_in_silver_tables"],
+            )
+    finally:
+        spark.sql(f"DELETE FROM {hostile} WHERE {quote(sample.HOSTILE_VALUE)} = 'b'")
+    assert spark.catalog.tableExists(gold.catalog.silver_table(sample.COURSE_SILVER))
+    lag = {r.OBJECT_NAME: r for r in view(spark, gold, "apply_lag")}
+    assert sample.HOSTILE_TABLE in lag
