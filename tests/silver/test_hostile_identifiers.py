@@ -11,6 +11,7 @@ from pyspark.sql import SparkSession
 
 from lakeapply.contract.table_definitions import table_definition_from_dict
 from lakeapply.runtime.catalog import Catalog, ensure_database
+from lakeapply.silver import admin
 from lakeapply.silver.engine import (
     ensure_apply_tables,
     ensure_destination_tables,
@@ -101,4 +102,38 @@ def test_hostile_names_apply_like_any_other_and_the_sentinel_survives(
     assert (report.applied, report.errors) == (2, 0)
     rows = [row.asDict() for row in spark.table(catalog.silver_table("hostile_t")).collect()]
     assert rows == [{KEY: 1, VALUE: "c", KEYWORD: "' OR '1'='1", UNICODE: "c"}]
+    assert spark.catalog.tableExists(sentinel)
+
+
+def test_every_admin_command_takes_hostile_names_as_data(
+    spark: SparkSession, catalog: Catalog
+) -> None:
+    # Each command rewrites its dictionary rows with replaceWhere on the apply name, and the
+    # settings it reads back must be the hostile names unchanged.
+    ensure_database(spark, catalog.silver)
+    sentinel = catalog.silver_table("sentinel_admin")
+    spark.sql(f"CREATE TABLE IF NOT EXISTS {sentinel} (id INT) USING delta")
+    ensure_apply_tables(spark, catalog)
+    admin.publish_settings(spark, catalog, SETTINGS)
+    name, obj = SETTINGS.apply_name, f"{OWNER}.{TABLE_NAME}"
+
+    admin.set_key_columns(spark, catalog, name, DB, obj, [VALUE, UNICODE])
+    admin.set_table_instantiation_scn(spark, catalog, name, DB, obj, 5)
+    admin.set_schema_instantiation_scn(spark, catalog, name, DB, OWNER, 4)
+    admin.set_global_instantiation_scn(spark, catalog, name, DB, 3)
+    admin.set_parameter(spark, catalog, name, "disable_on_error", "Y")
+    admin.compare_old_values(spark, catalog, name, DB, obj, [KEYWORD], compare=False)
+    admin.set_update_conflict_handler(spark, catalog, name, DB, obj, "MAXIMUM", KEY, [KEY, VALUE])
+    admin.stop_apply(spark, catalog, name)
+    admin.start_apply(spark, catalog, name)
+
+    loaded = admin.load_settings(spark, catalog, name)
+    [table] = loaded.tables
+    assert (loaded.apply_name, loaded.source_databases) == (SETTINGS.apply_name, (DB,))
+    assert (table.definition.owner, table.definition.name) == (OWNER, TABLE_NAME)
+    assert table.key_columns == (VALUE, UNICODE)
+    assert (KEYWORD, "UPDATE") in table.uncompared_columns
+    assert table.handler_for(VALUE) is not None
+    assert table.instantiation_scn == 5
+    assert loaded.disable_on_error
     assert spark.catalog.tableExists(sentinel)
