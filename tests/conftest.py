@@ -27,6 +27,12 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     session.stop()
 
 
+@pytest.fixture(scope="session")
+def lakeapply_spark(spark: SparkSession) -> SparkSession:
+    """The testing kit's ``lakeapply`` fixture runs on the suite's one session."""
+    return spark
+
+
 @pytest.fixture
 def catalog() -> Catalog:
     """A fresh set of databases per test, so tests never see each other's tables."""

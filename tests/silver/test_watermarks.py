@@ -8,216 +8,144 @@ progress said 1146.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
+from chispa import assert_df_equality
+from pyspark.sql import DataFrame
 
-from lakeapply.contract.table_definitions import table_definition_from_dict
 from lakeapply.errors import ApplyAbortedError
-from lakeapply.runtime.catalog import Catalog
-from lakeapply.silver import dictionary
-from lakeapply.silver.engine import (
-    ABORT_STATUS_CRASH_POINT,
-    SimulatedApplyCrash,
-    apply_cycle,
-    apply_status,
-    ensure_apply_tables,
-    ensure_destination_tables,
-    run_apply,
-    start_apply,
-)
-from lakeapply.silver.settings import ApplySettings, DestinationTable
-from tests.silver.bronze_fixture import land
+from lakeapply.silver.engine import ABORT_STATUS_CRASH_POINT, SimulatedApplyCrash, apply_cycle
+from lakeapply.testing import LakeapplyHarness, Transaction, apply_settings, table_definition
 
-DB = "WM.DB"
-TABLE = table_definition_from_dict(
-    {
-        "owner": "HR",
-        "name": "T",
-        "columns": [{"name": "ID", "type": "NUMBER(10)"}, {"name": "V", "type": "VARCHAR2(10)"}],
-        "primary_key": ["ID"],
-    },
-    "test",
-)
+T = table_definition("HR.T", {"ID": "NUMBER(10)", "V": "VARCHAR2(10)"}, primary_key=["ID"])
 
 
-def settings(disable_on_error: bool) -> ApplySettings:
-    return ApplySettings(
-        apply_name=f"WM_{'Y' if disable_on_error else 'N'}",
-        source_databases=(DB,),
-        tables=(DestinationTable(DB, TABLE, "wm_t", instantiation_scn=100),),
-        disable_on_error=disable_on_error,
-    )
+def configured(lakeapply: LakeapplyHarness, disable_on_error: bool) -> LakeapplyHarness:
+    lakeapply.configure(apply_settings(T, disable_on_error=disable_on_error))
+    return lakeapply
 
 
-def row(command: str, txn: str, scn: int, key: int, value: str = "x") -> dict[str, Any]:
-    image = [
-        {"column_name": "ID", "data_type": "NUMBER", "value": str(key)},
-        {"column_name": "V", "data_type": "VARCHAR2", "value": value},
+def workload(lakeapply: LakeapplyHarness) -> list[Transaction]:
+    """1.0.1 inserts 1 (commit 1146); 1.0.2 deletes 2, which does not exist (ORA-26787, commit
+    1162); 1.0.3 inserts 3 (first SCN 1150, commit 1170); 1.0.4 is still open (first SCN 1155)."""
+    return [
+        lakeapply.txn(scn=1140, transaction_id="1.0.1")
+        .insert("HR.T", ID=1, V="x")
+        .commit(scn=1146),
+        lakeapply.txn(scn=1150, transaction_id="1.0.3")
+        .insert("HR.T", ID=3, V="x")
+        .commit(scn=1170),
+        lakeapply.txn(scn=1155, transaction_id="1.0.4").insert("HR.T", ID=4, V="x").open(),
+        lakeapply.txn(scn=1160, transaction_id="1.0.2")
+        .delete("HR.T", ID=2, V="x")
+        .commit(scn=1162),
     ]
-    lcr: dict[str, Any] = {
-        "source_database_name": DB,
-        "command_type": command,
-        "transaction_id": txn,
-        "scn": scn,
-        "object_owner": "HR",
-        "object_name": "T",
-    }
-    if command == "INSERT":
-        lcr["new_values"] = image
-    else:
-        lcr["old_values"] = image
-    return lcr
 
 
-def commit(txn: str, scn: int) -> dict[str, Any]:
-    return {"source_database_name": DB, "command_type": "COMMIT", "transaction_id": txn, "scn": scn}
-
-
-def start(spark: SparkSession, catalog: Catalog, apply: ApplySettings) -> None:
-    ensure_apply_tables(spark, catalog)
-    ensure_destination_tables(spark, catalog, apply)
-    start_apply(spark, catalog, apply)
-
-
-def latest_progress(spark: SparkSession, catalog: Catalog, apply: ApplySettings) -> Any:
-    return (
-        spark.table(catalog.apply_table(dictionary.PROGRESS))
-        .where((F.col("apply_name") == apply.apply_name) & (F.col("source_database") == DB))
-        .orderBy(F.desc("cycle_id"))
-        .first()
+def watermarks(lakeapply: LakeapplyHarness) -> DataFrame:
+    return lakeapply.latest_progress().select(
+        "low_watermark", "high_watermark", "oldest_scn", "oldest_transaction_id"
     )
 
 
-def error_queue(spark: SparkSession, catalog: Catalog, apply: ApplySettings) -> list[Any]:
-    return (
-        spark.table(catalog.apply_table(dictionary.ERROR_QUEUE))
-        .where(F.col("apply_name") == apply.apply_name)
-        .select("source_transaction_id", "source_commit_scn", "error_number", "error_message")
-        .collect()
+def queued(lakeapply: LakeapplyHarness) -> list[tuple[str, int]]:
+    rows = lakeapply.error_queue().select("source_transaction_id", "error_number").collect()
+    return [(row.source_transaction_id, row.error_number) for row in rows]
+
+
+def silver_keys(lakeapply: LakeapplyHarness) -> list[int]:
+    return sorted(int(row.ID) for row in lakeapply.silver("HR.T").collect())
+
+
+def expected_watermarks(
+    lakeapply: LakeapplyHarness, low: int, high: int, oldest: int | None, oldest_id: str | None
+) -> DataFrame:
+    return lakeapply.spark.createDataFrame(
+        [(low, high, oldest, oldest_id)],
+        "low_watermark long, high_watermark long, oldest_scn long, oldest_transaction_id string",
     )
 
 
-# 1.0.1 inserts 1 (commit 1146); 1.0.2 deletes 2, which does not exist (ORA-26787, commit 1162);
-# 1.0.3 inserts 3 (first SCN 1150, commit 1170); 1.0.4 is still open (first SCN 1155).
-WORKLOAD = [
-    row("INSERT", "1.0.1", 1140, 1),
-    commit("1.0.1", 1146),
-    row("INSERT", "1.0.3", 1150, 3),
-    row("INSERT", "1.0.4", 1155, 4),
-    row("DELETE", "1.0.2", 1160, 2),
-    commit("1.0.2", 1162),
-    commit("1.0.3", 1170),
-]
-
-
-@pytest.mark.parametrize("disable_on_error", [True, False], ids=["Y", "N"])
-def test_the_error_transaction_is_processed_and_below_the_low_watermark(
-    spark: SparkSession, catalog: Catalog, disable_on_error: bool
+def test_with_y_the_aborting_error_transaction_is_below_the_low_watermark(
+    lakeapply: LakeapplyHarness,
 ) -> None:
-    apply = settings(disable_on_error)
-    start(spark, catalog, apply)
-    land(spark, catalog, WORKLOAD)
+    apply = configured(lakeapply, disable_on_error=True)
 
-    run_apply(spark, catalog, apply)
+    apply.run(*workload(apply))
 
-    assert [
-        (e.source_transaction_id, e.error_number) for e in error_queue(spark, catalog, apply)
-    ] == [("1.0.2", 26787)]
-    progress = latest_progress(spark, catalog, apply)
-    if disable_on_error:
-        # Aborted at 1.0.2: it is in the queue and below the low watermark; 1.0.3 is not
-        # processed, so it and the open 1.0.4 hold the oldest SCN (1.0.3's first SCN, 1150).
-        assert apply_status(spark, catalog, apply.apply_name) == "ABORTED"
-        assert (progress.low_watermark, progress.high_watermark) == (1162, 1162)
-        assert (progress.oldest_scn, progress.oldest_transaction_id) == (1150, "1.0.3")
-    else:
-        assert (progress.low_watermark, progress.high_watermark) == (1170, 1170)
-        assert (progress.oldest_scn, progress.oldest_transaction_id) == (1155, "1.0.4")
+    assert queued(apply) == [("1.0.2", 26787)]
+    assert apply.apply_status() == "ABORTED"
+    # Aborted at 1.0.2: it is in the queue and below the low watermark; 1.0.3 is not processed,
+    # so it and the open 1.0.4 hold the oldest SCN (1.0.3's first SCN, 1150).
+    assert_df_equality(
+        watermarks(apply),
+        expected_watermarks(apply, 1162, 1162, 1150, "1.0.3"),
+        ignore_nullable=True,
+    )
+
+
+def test_with_n_the_error_transaction_is_passed_and_the_open_one_is_the_oldest(
+    lakeapply: LakeapplyHarness,
+) -> None:
+    apply = configured(lakeapply, disable_on_error=False)
+
+    apply.run(*workload(apply))
+
+    assert queued(apply) == [("1.0.2", 26787)]
+    assert_df_equality(
+        watermarks(apply),
+        expected_watermarks(apply, 1170, 1170, 1155, "1.0.4"),
+        ignore_nullable=True,
+    )
 
 
 def test_after_start_apply_the_error_transaction_is_not_run_again(
-    spark: SparkSession, catalog: Catalog
+    lakeapply: LakeapplyHarness,
 ) -> None:
-    apply = settings(True)
-    start(spark, catalog, apply)
-    land(spark, catalog, WORKLOAD)
-    run_apply(spark, catalog, apply)
+    apply = configured(lakeapply, disable_on_error=True)
+    apply.run(*workload(apply))
 
-    start_apply(spark, catalog, apply)
-    run_apply(spark, catalog, apply)
+    apply.start_apply()
+    apply.apply()
 
-    assert len(error_queue(spark, catalog, apply)) == 1  # not re-run, not queued twice
-    progress = latest_progress(spark, catalog, apply)
-    assert (progress.low_watermark, progress.oldest_scn) == (1170, 1155)
-    assert progress.total_errors == 1
-    assert sorted(r.ID for r in spark.table(catalog.silver_table("wm_t")).collect()) == [1, 3]
+    assert len(queued(apply)) == 1  # not re-run, not queued twice
+    [progress] = apply.latest_progress().collect()
+    assert (progress.low_watermark, progress.oldest_scn, progress.total_errors) == (1170, 1155, 1)
+    assert silver_keys(apply) == [1, 3]
 
 
 @pytest.mark.parametrize("disable_on_error", [True, False], ids=["Y", "N"])
 def test_a_cycle_whose_only_transaction_is_an_error_keeps_a_low_watermark(
-    spark: SparkSession, catalog: Catalog, disable_on_error: bool
+    lakeapply: LakeapplyHarness, disable_on_error: bool
 ) -> None:
-    apply = settings(disable_on_error)
-    start(spark, catalog, apply)
-    land(spark, catalog, [row("INSERT", "2.0.1", 200, 1), commit("2.0.1", 201)])
-    run_apply(spark, catalog, apply)
-    land(spark, catalog, [row("DELETE", "2.0.2", 210, 9), commit("2.0.2", 211)])
+    apply = configured(lakeapply, disable_on_error)
+    apply.run(
+        apply.txn(scn=200, transaction_id="2.0.1").insert("HR.T", ID=1, V="x").commit(scn=201)
+    )
 
-    run_apply(spark, catalog, apply)
+    apply.run(
+        apply.txn(scn=210, transaction_id="2.0.2").delete("HR.T", ID=9, V="x").commit(scn=211)
+    )
 
-    progress = latest_progress(spark, catalog, apply)
-    assert progress.low_watermark == 211
-    assert progress.oldest_scn is None
-
-
-def test_a_lob_piece_is_an_unsupported_operation_not_a_missing_key(
-    spark: SparkSession, catalog: Catalog
-) -> None:
-    apply = settings(False)
-    start(spark, catalog, apply)
-    lob = {
-        "source_database_name": DB,
-        "command_type": "LOB WRITE",
-        "transaction_id": "3.0.1",
-        "scn": 300,
-        "object_owner": "HR",
-        "object_name": "T",
-        "new_values": [
-            {"column_name": "ID", "data_type": "NUMBER", "value": "1"},
-            {"column_name": "V", "data_type": "VARCHAR2", "value": "piece"},
-        ],
-        "lob_information": "LAST_LOB_CHUNK",
-        "lob_offset": 1,
-        "lob_operation_size": 5,
-    }
-    land(spark, catalog, [row("INSERT", "3.0.1", 299, 1), lob, commit("3.0.1", 301)])
-
-    run_apply(spark, catalog, apply)
-
-    [error] = error_queue(spark, catalog, apply)
-    assert error.error_number == 3001
-    assert error.error_message.startswith("ORA-03001: unimplemented feature: LOB WRITE")
-    assert "HR.T" in error.error_message
+    [progress] = apply.latest_progress().collect()
+    assert (progress.low_watermark, progress.oldest_scn) == (211, None)
 
 
 def test_a_crash_between_the_cycle_commit_and_the_abort_status_still_aborts_once(
-    spark: SparkSession, catalog: Catalog
+    lakeapply: LakeapplyHarness,
 ) -> None:
-    apply = settings(True)
-    start(spark, catalog, apply)
-    land(spark, catalog, WORKLOAD)
+    apply = configured(lakeapply, disable_on_error=True)
+    apply.land(*workload(apply))
     with pytest.raises(SimulatedApplyCrash):
-        apply_cycle(spark, catalog, apply, crash_after=ABORT_STATUS_CRASH_POINT)
+        apply_cycle(
+            apply.spark, apply.catalog, apply.apply_process, crash_after=ABORT_STATUS_CRASH_POINT
+        )
 
     with pytest.raises(ApplyAbortedError):  # the next start records the abort it missed
-        run_apply(spark, catalog, apply)
-    assert apply_status(spark, catalog, apply.apply_name) == "ABORTED"
-    start_apply(spark, catalog, apply)  # one START_APPLY for one error transaction
-    run_apply(spark, catalog, apply)
+        apply.apply()
+    assert apply.apply_status() == "ABORTED"
+    apply.start_apply()  # one START_APPLY for one error transaction
+    apply.apply()
 
-    assert apply_status(spark, catalog, apply.apply_name) == "ENABLED"
-    assert len(error_queue(spark, catalog, apply)) == 1
-    assert sorted(r.ID for r in spark.table(catalog.silver_table("wm_t")).collect()) == [1, 3]
+    assert apply.apply_status() == "ENABLED"
+    assert len(queued(apply)) == 1
+    assert silver_keys(apply) == [1, 3]
