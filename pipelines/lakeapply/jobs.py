@@ -15,6 +15,7 @@ from rich.table import Table
 from lakeapply.bronze.ingest import ingest
 from lakeapply.gold.runner import render_sqlplus, run_gold
 from lakeapply.landing.generator import WorkloadSpec, write_workload
+from lakeapply.resources import DEMO_CONFIG, resource_path
 from lakeapply.runtime.catalog import Catalog
 from lakeapply.runtime.session import LocalSparkSettings, get_spark
 from lakeapply.silver import dictionary
@@ -108,10 +109,15 @@ def run_demo(
     seed: int,
     transactions: int,
     console: Console,
-    config: Path = Path("lakeapply.yml"),
+    config: Path | None = None,
+    catalog: str | None = None,
 ) -> None:
-    """landing -> bronze -> silver on the embedded default, then a summary."""
+    """landing -> bronze -> silver on the embedded default, then a summary.
+
+    ``config`` defaults to the demo ``lakeapply.yml`` packaged with lakeapply, so the demo runs
+    from an installed wheel in any folder."""
     started = time.monotonic()
+    config = config if config is not None else resource_path(DEMO_CONFIG)
     if not landing.exists() or not any(landing.rglob("*.jsonl*")):
         spec = WorkloadSpec(
             seed=seed, transactions=transactions, bad_line_ratio=0.001, conflict_ratio=0.002
@@ -119,8 +125,8 @@ def run_demo(
         workload = write_workload(spec, landing)
         console.print(f"generated {workload.line_count} LCR lines into {landing}")
     spark = get_spark(LocalSparkSettings(warehouse))
-    catalog = Catalog(catalog_prefix)
-    report = ingest(spark, catalog, landing, progress=step_printer(console, "ingest"))
+    names = Catalog(catalog_prefix, catalog)
+    report = ingest(spark, names, landing, progress=step_printer(console, "ingest"))
     if report.batch_id is None:
         console.print("bronze: nothing new to ingest")
     else:
@@ -128,20 +134,24 @@ def run_demo(
             f"bronze: batch {report.batch_id} ingested {report.lines} lines "
             f"({report.bronze_rows} LCRs, {report.quarantined_rows} quarantined)"
         )
-    render_status(collect_status(spark, catalog), console)
+    render_status(collect_status(spark, names), console)
     for declared in load_config(config):
-        settings = _configured(spark, catalog, declared)
-        for cycle in run_apply(spark, catalog, settings, step_printer(console, "apply")):
+        settings = _configured(spark, names, declared)
+        for cycle in run_apply(spark, names, settings, step_printer(console, "apply")):
             console.print(
                 f"silver: {cycle.apply_name} cycle {cycle.cycle_id}: {cycle.applied} applied, "
                 f"{cycle.ignored} ignored, {cycle.errors} errors"
                 + (" - ABORTED" if cycle.aborted else "")
             )
-    render_apply_summary(spark, catalog, console)
-    gold = run_gold(spark, warehouse.resolve(), catalog_prefix)
+    render_apply_summary(spark, names, console)
+    gold = run_gold(spark, warehouse.resolve(), catalog_prefix, catalog=catalog)
     console.print(f"gold: {gold.summary()}")
     for view in ("DBA_APPLY_PROGRESS", "DBA_APPLY_ERROR"):
         prompt = f"\nSQL> SELECT * FROM {view};\n"  # noqa: S608 (printed, never executed)
         console.print(prompt, highlight=False)
-        console.print(render_sqlplus(spark, catalog_prefix, view), highlight=False, soft_wrap=True)
+        console.print(
+            render_sqlplus(spark, catalog_prefix, view, catalog=catalog),
+            highlight=False,
+            soft_wrap=True,
+        )
     console.print(f"done in {time.monotonic() - started:.1f}s")

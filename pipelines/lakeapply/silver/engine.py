@@ -97,7 +97,7 @@ class CycleReport:
 
 def ensure_apply_tables(spark: SparkSession, catalog: Catalog) -> None:
     ensure_bronze_tables(spark, catalog)
-    ensure_database(spark, catalog.apply)
+    ensure_database(spark, catalog.database(catalog.apply))
     for name, schema in dictionary.DICTIONARY_TABLES.items():
         ensure_delta_table(spark, catalog.apply_table(name), schema)
 
@@ -106,7 +106,7 @@ def ensure_destination_tables(
     spark: SparkSession, catalog: Catalog, settings: ApplySettings
 ) -> None:
     """Create every destination table from its definition (instantiation without a copy)."""
-    ensure_database(spark, catalog.silver)
+    ensure_database(spark, catalog.database(catalog.silver))
     for table in settings.tables:
         ensure_delta_table(
             spark, catalog.silver_table(table.silver_table), table.definition.spark_schema()
