@@ -198,8 +198,8 @@ def _spark(ctx: CliContext) -> Any:
     from lakeapply.runtime.session import LocalSparkSettings, get_spark
 
     _hold_warehouse(ctx)
-    with progress_steps("starting Spark (first run downloads the Delta jars)"):
-        return get_spark(LocalSparkSettings(ctx.warehouse))
+    with progress_steps("starting Spark"):
+        return get_spark(LocalSparkSettings(ctx.warehouse), notify=log_line)
 
 
 def _catalog(ctx: CliContext) -> Any:
@@ -800,10 +800,15 @@ def set_update_conflict_handler_command(
     show_default=True,
     help="Gold views to print, the way SQL*Plus shows them.",
 )
+@click.option(
+    "--wide",
+    is_flag=True,
+    help="Print every column of the views (default: the columns that fit 80 characters).",
+)
 @click.pass_obj
-def gold(obj: CliContext, dbt_command: str, show: tuple[str, ...]) -> None:
+def gold(obj: CliContext, dbt_command: str, show: tuple[str, ...], wide: bool) -> None:
     """Build the gold dbt views (DBA_APPLY_PROGRESS, DBA_APPLY_ERROR, ...) in-process."""
-    from lakeapply.gold.runner import render_sqlplus, run_gold
+    from lakeapply.gold.runner import SUMMARY_COLUMNS, render_sqlplus, run_gold
 
     spark = _spark(obj)
     with progress_steps(f"dbt {dbt_command}"):
@@ -812,4 +817,7 @@ def gold(obj: CliContext, dbt_command: str, show: tuple[str, ...]) -> None:
         )
     click.echo(report.summary())
     for view in show:
-        click.echo(render_sqlplus(spark, obj.catalog_prefix, view, catalog=obj.catalog))
+        columns = None if wide else SUMMARY_COLUMNS.get(view.strip().lower())
+        click.echo(
+            render_sqlplus(spark, obj.catalog_prefix, view, catalog=obj.catalog, columns=columns)
+        )

@@ -43,8 +43,8 @@ def wheel_entry_points(wheel: Path) -> dict[str, dict[str, str]]:
         text = archive.read(name).decode()
     groups: dict[str, dict[str, str]] = {}
     group = ""
-    for line in text.splitlines():
-        line = line.strip()
+    for raw in text.splitlines():
+        line = raw.strip()
         if line.startswith("[") and line.endswith("]"):
             group = line[1:-1]
             groups[group] = {}

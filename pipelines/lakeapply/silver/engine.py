@@ -33,7 +33,7 @@ from pyspark.sql import types as T
 
 from lakeapply.bronze.ingest import ensure_bronze_tables
 from lakeapply.bronze.tables import LCR_TABLE, lcr_table_schema
-from lakeapply.contract.identifiers import quote, sql_string_literal
+from lakeapply.contract.identifiers import quote
 from lakeapply.contract.oracle_types import TypeFamily
 from lakeapply.contract.table_definitions import ColumnDefinition
 from lakeapply.errors import ApplyAbortedError
@@ -965,11 +965,12 @@ def _write_spill(cycle: _Cycle, inputs: _CycleInput, processed: DataFrame) -> Da
         F.lit(cycle.apply_name).alias("apply_name"),
         *[F.col(quote(f.name)) for f in lcr_table_schema().fields],
     )
-    new_spill.write.format("delta").mode("overwrite").option(
-        "replaceWhere", f"apply_name = {sql_string_literal(cycle.apply_name)}"
-    ).option("txnAppId", f"{cycle.app}:spill").option(
-        "txnVersion", cycle.plan.cycle_id
-    ).saveAsTable(cycle.catalog.apply_table(dictionary.SPILL))
+    # A data write (replaceWhere), not saveAsTable's replace-table path: see admin._replace_rows.
+    new_spill.writeTo(cycle.catalog.apply_table(dictionary.SPILL)).option(
+        "txnAppId", f"{cycle.app}:spill"
+    ).option("txnVersion", str(cycle.plan.cycle_id)).overwrite(
+        F.col("apply_name") == F.lit(cycle.apply_name)
+    )
     cycle.crash_point("spill", "after the spill")
     cycle.progress("spill written")
     return keep
