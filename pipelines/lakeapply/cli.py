@@ -819,5 +819,5 @@ def gold(obj: CliContext, dbt_command: str, show: tuple[str, ...], wide: bool) -
     for view in show:
         columns = None if wide else SUMMARY_COLUMNS.get(view.strip().lower())
         click.echo(
-            render_sqlplus(spark, obj.catalog_prefix, view, catalog=obj.catalog, columns=columns)
+            render_sqlplus(spark, obj.catalog_prefix, view, catalog=obj.catalog, select=columns)
         )

@@ -155,7 +155,7 @@ def run_demo(
     for view in ("DBA_APPLY_PROGRESS", "DBA_APPLY_ERROR"):
         console.print(f"\nSQL> {summary_select(view)}", highlight=False)
         text = render_sqlplus(
-            spark, catalog_prefix, view, catalog=catalog, columns=SUMMARY_COLUMNS[view.lower()]
+            spark, catalog_prefix, view, catalog=catalog, select=SUMMARY_COLUMNS[view.lower()]
         )
         console.print(text, highlight=False, soft_wrap=True)
     console.print(f"done in {time.monotonic() - started:.1f}s")

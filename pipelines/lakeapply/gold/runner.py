@@ -75,7 +75,7 @@ fit an 80-column terminal (``lakeapply gold --wide`` prints every column)."""
 def summary_select(view: str) -> str:
     """The SQL*Plus prompt line the printed summary answers (printed, never executed)."""
     columns = SUMMARY_COLUMNS.get(view.lower())
-    return f"SELECT {', '.join(columns) if columns else '*'} FROM {view.upper()};"
+    return f"SELECT {', '.join(columns) if columns else '*'} FROM {view.upper()};"  # noqa: S608
 
 
 class GoldError(LakeapplyError):
@@ -377,7 +377,7 @@ def render_sqlplus(
     nls_date_format: str = "DD-MON-RR",
     max_width: int = 40,
     catalog: str | None = None,
-    columns: Sequence[str] | None = None,
+    select: Sequence[str] | None = None,
 ) -> str:
     """Print a gold view (``DBA_APPLY_PROGRESS``, ``DBA_APPLY_ERROR``, ...) as SQL*Plus would.
 
@@ -387,19 +387,19 @@ def render_sqlplus(
     wrap onto continuation lines). NUMBER columns are right-aligned and at least NUMWIDTH wide;
     DATE columns are as wide as ``nls_date_format`` makes them and their headings are truncated
     to that width, as SQL*Plus does. Rows are sorted by their columns, left to right.
-    ``columns`` selects (``SELECT A, B FROM view``) instead of every column (``SELECT *``).
+    ``select`` names the columns (``SELECT A, B FROM view``) instead of every column (``SELECT *``).
     """
     names = Catalog(catalog_prefix, catalog)
     name = view.strip().lower()
     if name not in GOLD_VIEWS:
         raise GoldError(f"unknown gold view {view!r}: expected one of {', '.join(GOLD_VIEWS)}")
     frame = spark.table(names.gold_table(name))
-    if columns is not None:
+    if select is not None:
         by_upper = {f.name.upper(): f.name for f in frame.schema.fields}
-        unknown = [c for c in columns if c.upper() not in by_upper]
+        unknown = [c for c in select if c.upper() not in by_upper]
         if unknown:
             raise GoldError(f"{view}: no column(s) {', '.join(unknown)}")
-        frame = frame.select(*[F.col(quote(by_upper[c.upper()])) for c in columns])
+        frame = frame.select(*[F.col(quote(by_upper[c.upper()])) for c in select])
     sortable = [f.name for f in frame.schema.fields if isinstance(f.dataType, T.AtomicType)]
     rows = frame.orderBy(*sortable).collect() if sortable else frame.collect()
     if not rows:
