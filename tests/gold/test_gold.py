@@ -15,8 +15,7 @@ import pytest
 from pyspark.sql import Row, SparkSession
 
 from lakeapply.gold import GoldError, GoldReport, render_sqlplus, run_gold, session_warehouse
-from lakeapply.gold.runner import SUMMARY_COLUMNS
-from lakeapply.gold.runner import _number_text, nls_format
+from lakeapply.gold.runner import SUMMARY_COLUMNS, _number_text, nls_format
 from lakeapply.runtime.catalog import Catalog
 from tests.gold import sample_dictionary as sample
 from tests.gold.sample_dictionary import at
