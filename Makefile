@@ -76,7 +76,8 @@ gold: $(STAMP) ## Build the gold dbt views in-process and print DBA_APPLY_PROGRE
 
 .PHONY: dbt-build
 dbt-build: $(STAMP) ## The same dbt build as its own process (no other Spark on the warehouse)
-	LAKEAPPLY_WAREHOUSE=$(abspath $(WAREHOUSE)) $(BIN)/dbt build --project-dir dbt --profiles-dir dbt/profiles
+	LAKEAPPLY_WAREHOUSE=$(abspath $(WAREHOUSE)) $(BIN)/dbt build --project-dir dbt --profiles-dir dbt/profiles \
+		--target-path $(abspath $(WAREHOUSE))/dbt/target --log-path $(abspath $(WAREHOUSE))/dbt/logs
 
 .PHONY: format
 format: $(STAMP) ## Apply ruff fixes and formatting

@@ -45,6 +45,7 @@ class CliContext:
     catalog_prefix: str
     wait_seconds: float = 0.0
     debug: bool = False
+    catalog: str | None = None
 
 
 def utc_timestamp() -> str:
@@ -197,14 +198,14 @@ def _spark(ctx: CliContext) -> Any:
     from lakeapply.runtime.session import LocalSparkSettings, get_spark
 
     _hold_warehouse(ctx)
-    with progress_steps("starting Spark (first run downloads the Delta jars)"):
-        return get_spark(LocalSparkSettings(ctx.warehouse))
+    with progress_steps("starting Spark"):
+        return get_spark(LocalSparkSettings(ctx.warehouse), notify=log_line)
 
 
 def _catalog(ctx: CliContext) -> Any:
     from lakeapply.runtime.catalog import Catalog
 
-    return Catalog(ctx.catalog_prefix)
+    return Catalog(ctx.catalog_prefix, ctx.catalog)
 
 
 # Errors whose own text does not say what to do, and what to do.
@@ -325,6 +326,14 @@ class LakeapplyGroup(click.Group):
     help="Prefix of the databases: <prefix>_bronze, <prefix>_silver, <prefix>_apply.",
 )
 @click.option(
+    "--catalog",
+    default=None,
+    envvar="LAKEAPPLY_CATALOG",
+    help="Unity Catalog (or any Spark catalog) holding the databases: tables are then named "
+    "catalog.<prefix>_silver.table. Default: the session's current catalog (local: the Hive "
+    "metastore under --warehouse). Env: LAKEAPPLY_CATALOG.",
+)
+@click.option(
     "--wait",
     "wait_seconds",
     type=click.FloatRange(min=0),
@@ -343,10 +352,15 @@ class LakeapplyGroup(click.Group):
 )
 @click.pass_context
 def main(
-    ctx: click.Context, warehouse: Path, catalog_prefix: str, wait_seconds: float, debug: bool
+    ctx: click.Context,
+    warehouse: Path,
+    catalog_prefix: str,
+    catalog: str | None,
+    wait_seconds: float,
+    debug: bool,
 ) -> None:
     """lakeapply: Oracle Streams apply semantics for Delta Lake (landing -> bronze -> silver -> gold)."""
-    ctx.obj = CliContext(warehouse, catalog_prefix, wait_seconds, debug)
+    ctx.obj = CliContext(warehouse, catalog_prefix, wait_seconds, debug, catalog or None)
 
 
 @main.command()
@@ -458,13 +472,29 @@ def status(obj: CliContext, as_json: bool) -> None:
 )
 @click.option("--seed", type=int, default=7, show_default=True)
 @click.option("--transactions", type=int, default=2000, show_default=True)
+@click.option(
+    "--config",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    default=None,
+    help="Apply processes to seed the dictionary with. Default: the demo lakeapply.yml that "
+    "ships in the package.",
+)
 @click.pass_obj
-def run(obj: CliContext, landing: Path, seed: int, transactions: int) -> None:
+def run(obj: CliContext, landing: Path, seed: int, transactions: int, config: Path | None) -> None:
     """The demo job: generate sample LCRs (if the landing folder is empty), ingest, summarize."""
     from lakeapply.jobs import run_demo
 
     _hold_warehouse(obj)
-    run_demo(obj.warehouse, obj.catalog_prefix, landing, seed, transactions, Console())
+    run_demo(
+        obj.warehouse,
+        obj.catalog_prefix,
+        landing,
+        seed,
+        transactions,
+        Console(),
+        config=config,
+        catalog=obj.catalog,
+    )
 
 
 def _apply_settings(spark: Any, catalog: Any, apply_name: str | None) -> Any:
@@ -770,14 +800,24 @@ def set_update_conflict_handler_command(
     show_default=True,
     help="Gold views to print, the way SQL*Plus shows them.",
 )
+@click.option(
+    "--wide",
+    is_flag=True,
+    help="Print every column of the views (default: the columns that fit 80 characters).",
+)
 @click.pass_obj
-def gold(obj: CliContext, dbt_command: str, show: tuple[str, ...]) -> None:
+def gold(obj: CliContext, dbt_command: str, show: tuple[str, ...], wide: bool) -> None:
     """Build the gold dbt views (DBA_APPLY_PROGRESS, DBA_APPLY_ERROR, ...) in-process."""
-    from lakeapply.gold.runner import render_sqlplus, run_gold
+    from lakeapply.gold.runner import SUMMARY_COLUMNS, render_sqlplus, run_gold
 
     spark = _spark(obj)
     with progress_steps(f"dbt {dbt_command}"):
-        report = run_gold(spark, obj.warehouse.resolve(), obj.catalog_prefix, dbt_command)
+        report = run_gold(
+            spark, obj.warehouse.resolve(), obj.catalog_prefix, dbt_command, catalog=obj.catalog
+        )
     click.echo(report.summary())
     for view in show:
-        click.echo(render_sqlplus(spark, obj.catalog_prefix, view))
+        columns = None if wide else SUMMARY_COLUMNS.get(view.strip().lower())
+        click.echo(
+            render_sqlplus(spark, obj.catalog_prefix, view, catalog=obj.catalog, select=columns)
+        )

@@ -13,8 +13,9 @@ from rich.console import Console
 from rich.table import Table
 
 from lakeapply.bronze.ingest import ingest
-from lakeapply.gold.runner import render_sqlplus, run_gold
+from lakeapply.gold.runner import SUMMARY_COLUMNS, render_sqlplus, run_gold, summary_select
 from lakeapply.landing.generator import WorkloadSpec, write_workload
+from lakeapply.resources import DEMO_CONFIG, resource_path
 from lakeapply.runtime.catalog import Catalog
 from lakeapply.runtime.session import LocalSparkSettings, get_spark
 from lakeapply.silver import dictionary
@@ -27,38 +28,41 @@ from lakeapply.status import collect_status, render_status
 
 def render_apply_summary(spark: SparkSession, catalog: Catalog, console: Console) -> None:
     """Progress per apply process and source database, and the error queue."""
-    progress = Table(
-        "apply",
-        "source database",
-        "low watermark",
-        "oldest SCN",
-        "applied",
-        "ignored",
-        "errors",
-        "rolled back",
-        "status",
-        title="apply progress (latest cycle)",
-    )
     latest = Window.partitionBy("apply_name", "source_database").orderBy(F.desc("cycle_id"))
-    for row in (
+    rows = (
         spark.table(catalog.apply_table(dictionary.PROGRESS))
         .withColumn("rank", F.row_number().over(latest))
         .where(F.col("rank") == 1)
         .orderBy("apply_name", "source_database")
         .collect()
-    ):
-        progress.add_row(
-            row.apply_name,
-            row.source_database,
-            str(row.low_watermark),
-            str(row.oldest_scn),
-            str(row.total_applied),
-            str(row.total_ignored),
-            str(row.total_errors),
-            str(row.total_rolled_back),
-            row.status,
+    )
+    # One table per apply process, no borders, long values folded: fits 80 columns.
+    for apply_name in dict.fromkeys(row.apply_name for row in rows):
+        progress = Table(
+            title=f"{apply_name}: apply progress (latest cycle)",
+            box=None,
+            pad_edge=False,
+            header_style="bold",
         )
-    console.print(progress)
+        for heading in ("source database", "low watermark", "oldest SCN"):
+            progress.add_column(heading, overflow="fold")
+        for heading in ("applied", "ignored", "errors", "rolled back"):
+            progress.add_column(heading, justify="right", overflow="fold")
+        progress.add_column("status", overflow="fold")
+        for row in rows:
+            if row.apply_name != apply_name:
+                continue
+            progress.add_row(
+                row.source_database,
+                str(row.low_watermark),
+                "" if row.oldest_scn is None else str(row.oldest_scn),
+                str(row.total_applied),
+                str(row.total_ignored),
+                str(row.total_errors),
+                str(row.total_rolled_back),
+                row.status,
+            )
+        console.print(progress)
     console.print("[bold]error queue (DBA_APPLY_ERROR)[/bold]")
     for row in (
         spark.table(catalog.apply_table(dictionary.ERROR_QUEUE))
@@ -70,7 +74,7 @@ def render_apply_summary(spark: SparkSession, catalog: Catalog, console: Console
             f"  {row.apply_name} {row.local_transaction_id} source txn "
             f"{row.source_transaction_id} (commit SCN {row.source_commit_scn}) message "
             f"{row.message_number}/{row.message_count}: {row.error_message}",
-            soft_wrap=True,
+            soft_wrap=False,
         )
 
 
@@ -108,19 +112,27 @@ def run_demo(
     seed: int,
     transactions: int,
     console: Console,
-    config: Path = Path("lakeapply.yml"),
+    config: Path | None = None,
+    catalog: str | None = None,
 ) -> None:
-    """landing -> bronze -> silver on the embedded default, then a summary."""
+    """landing -> bronze -> silver on the embedded default, then a summary.
+
+    ``config`` defaults to the demo ``lakeapply.yml`` packaged with lakeapply, so the demo runs
+    from an installed wheel in any folder."""
     started = time.monotonic()
+    config = config if config is not None else resource_path(DEMO_CONFIG)
     if not landing.exists() or not any(landing.rglob("*.jsonl*")):
         spec = WorkloadSpec(
             seed=seed, transactions=transactions, bad_line_ratio=0.001, conflict_ratio=0.002
         )
         workload = write_workload(spec, landing)
         console.print(f"generated {workload.line_count} LCR lines into {landing}")
-    spark = get_spark(LocalSparkSettings(warehouse))
-    catalog = Catalog(catalog_prefix)
-    report = ingest(spark, catalog, landing, progress=step_printer(console, "ingest"))
+    console.print("starting Spark", highlight=False)
+    spark = get_spark(
+        LocalSparkSettings(warehouse), notify=lambda line: console.print(line, highlight=False)
+    )
+    names = Catalog(catalog_prefix, catalog)
+    report = ingest(spark, names, landing, progress=step_printer(console, "ingest"))
     if report.batch_id is None:
         console.print("bronze: nothing new to ingest")
     else:
@@ -128,20 +140,22 @@ def run_demo(
             f"bronze: batch {report.batch_id} ingested {report.lines} lines "
             f"({report.bronze_rows} LCRs, {report.quarantined_rows} quarantined)"
         )
-    render_status(collect_status(spark, catalog), console)
+    render_status(collect_status(spark, names), console)
     for declared in load_config(config):
-        settings = _configured(spark, catalog, declared)
-        for cycle in run_apply(spark, catalog, settings, step_printer(console, "apply")):
+        settings = _configured(spark, names, declared)
+        for cycle in run_apply(spark, names, settings, step_printer(console, "apply")):
             console.print(
                 f"silver: {cycle.apply_name} cycle {cycle.cycle_id}: {cycle.applied} applied, "
                 f"{cycle.ignored} ignored, {cycle.errors} errors"
                 + (" - ABORTED" if cycle.aborted else "")
             )
-    render_apply_summary(spark, catalog, console)
-    gold = run_gold(spark, warehouse.resolve(), catalog_prefix)
+    render_apply_summary(spark, names, console)
+    gold = run_gold(spark, warehouse.resolve(), catalog_prefix, catalog=catalog)
     console.print(f"gold: {gold.summary()}")
     for view in ("DBA_APPLY_PROGRESS", "DBA_APPLY_ERROR"):
-        prompt = f"\nSQL> SELECT * FROM {view};\n"  # noqa: S608 (printed, never executed)
-        console.print(prompt, highlight=False)
-        console.print(render_sqlplus(spark, catalog_prefix, view), highlight=False, soft_wrap=True)
+        console.print(f"\nSQL> {summary_select(view)}", highlight=False)
+        text = render_sqlplus(
+            spark, catalog_prefix, view, catalog=catalog, select=SUMMARY_COLUMNS[view.lower()]
+        )
+        console.print(text, highlight=False, soft_wrap=True)
     console.print(f"done in {time.monotonic() - started:.1f}s")

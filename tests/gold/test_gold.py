@@ -16,7 +16,7 @@ from pyspark.sql import Row, SparkSession
 
 from lakeapply.contract.identifiers import quote
 from lakeapply.gold import GoldError, GoldReport, render_sqlplus, run_gold, session_warehouse
-from lakeapply.gold.runner import _number_text, nls_format
+from lakeapply.gold.runner import SUMMARY_COLUMNS, _number_text, nls_format
 from lakeapply.runtime.catalog import Catalog
 from tests.gold import sample_dictionary as sample
 from tests.gold.sample_dictionary import at
@@ -240,6 +240,23 @@ def test_render_sqlplus_prints_dba_apply_progress_like_sqlplus(
         "APPLY_HALTED ORCL                              2010 01-MAY-24 01-MAY-24"
         "                  2015 2.3.202                               2015\n"
     )
+
+
+def test_the_summary_columns_select_and_fit_an_80_column_terminal(
+    spark: SparkSession, gold: Gold
+) -> None:
+    for view, columns in SUMMARY_COLUMNS.items():
+        text = render_sqlplus(spark, gold.catalog.prefix, view, select=columns)
+        headings = text.splitlines()[1].split()
+        assert headings == [c[: len(h)] for c, h in zip(columns, headings, strict=True)]
+        assert max(len(line) for line in text.splitlines()) <= 80, text
+
+
+def test_selecting_a_column_a_view_does_not_have_fails_naming_it(
+    spark: SparkSession, gold: Gold
+) -> None:
+    with pytest.raises(GoldError, match="NO_SUCH"):
+        render_sqlplus(spark, gold.catalog.prefix, "dba_apply", select=["APPLY_NAME", "NO_SUCH"])
 
 
 def test_render_sqlplus_prints_dba_apply_error_with_wrapped_messages(

@@ -5,10 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import click
 import pytest
+from click.testing import CliRunner
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
+from lakeapply.cli import CliContext, _catalog, main
+from lakeapply.errors import InvalidIdentifierError
 from lakeapply.runtime.catalog import (
     Catalog,
     TableLocationError,
@@ -88,3 +92,65 @@ def test_a_rerun_after_a_killed_creation_creates_the_table(
     ensure_delta_table(spark, catalog.silver_table("killed"), schema)
 
     assert spark.table(catalog.silver_table("killed")).schema.names == ["ID"]
+
+
+# --- Unity Catalog: three-part names when a catalog is given ---------------------------------
+
+
+def test_without_a_catalog_table_names_are_two_part_as_before() -> None:
+    names = Catalog("lakeapply")
+    assert names.silver_table("orcl_us03_student") == "`lakeapply_silver`.`orcl_us03_student`"
+    assert names.bronze_table("lcr") == "`lakeapply_bronze`.`lcr`"
+    assert names.apply_table("progress") == "`lakeapply_apply`.`progress`"
+    assert names.database(names.silver) == "`lakeapply_silver`"
+
+
+def test_with_a_catalog_every_table_name_is_three_part() -> None:
+    names = Catalog("lakeapply", catalog="main")
+    assert names.silver_table("t") == "`main`.`lakeapply_silver`.`t`"
+    assert names.bronze_table("lcr") == "`main`.`lakeapply_bronze`.`lcr`"
+    assert names.apply_table("progress") == "`main`.`lakeapply_apply`.`progress`"
+    assert names.gold_table("dba_apply") == "`main`.`lakeapply_gold`.`dba_apply`"
+    assert names.database(names.apply) == "`main`.`lakeapply_apply`"
+    assert names.silver == "lakeapply_silver"  # schema names stay unqualified
+
+
+def test_a_catalog_name_that_is_not_a_spark_name_is_refused() -> None:
+    with pytest.raises(InvalidIdentifierError, match="catalog"):
+        Catalog("lakeapply", catalog="main; DROP")
+
+
+def test_the_cli_catalog_option_and_environment_variable_name_the_catalog(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[Catalog] = []
+
+    @main.command("show-catalog")
+    @click.pass_obj
+    def show_catalog(obj: CliContext) -> None:
+        seen.append(_catalog(obj))
+
+    try:
+        runner = CliRunner()
+        assert runner.invoke(main, ["--catalog", "main", "show-catalog"]).exit_code == 0
+        monkeypatch.setenv("LAKEAPPLY_CATALOG", "uc")
+        assert runner.invoke(main, ["show-catalog"]).exit_code == 0
+        monkeypatch.delenv("LAKEAPPLY_CATALOG")
+        assert runner.invoke(main, ["show-catalog"]).exit_code == 0
+    finally:
+        main.commands.pop("show-catalog")
+    assert [c.catalog for c in seen] == ["main", "uc", None]
+
+
+def test_three_part_names_create_write_and_read_tables_in_a_named_catalog(
+    spark: SparkSession, catalog: Catalog
+) -> None:
+    names = Catalog(catalog.prefix, catalog="spark_catalog")  # the local session's catalog
+    schema = T.StructType([T.StructField("ID", T.LongType())])
+    ensure_database(spark, names.database(names.silver))
+    ensure_delta_table(spark, names.silver_table("three_part"), schema)
+    spark.createDataFrame([(1,)], schema).write.format("delta").mode("append").saveAsTable(
+        names.silver_table("three_part")
+    )
+
+    assert [r.ID for r in spark.table(catalog.silver_table("three_part")).collect()] == [1]

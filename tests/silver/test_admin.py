@@ -233,3 +233,21 @@ def test_instantiate_loads_a_csv_export_and_sets_the_instantiation_scn(
     bad.write_text("UNIVERSITY,NICKNAME\n1,x\n")
     with pytest.raises(ConfigurationError, match=re.escape("unknown column(s) ['NICKNAME']")):
         admin.instantiate(spark, catalog, "APPLY_DEMO", "ORCL", "US03.COURSE", 5, bad, "csv")
+
+
+def test_publishing_rewrites_dictionary_rows_without_replacing_the_table(
+    spark: SparkSession, catalog: Catalog
+) -> None:
+    # Replacing a table (saveAsTable in overwrite mode) makes Delta re-register its schema in the
+    # Hive metastore, which Hive refuses for a table stored in Spark's own format: an
+    # "ERROR HiveAlterHandler: Failed to alter table" per dictionary table on every publish.
+    from delta.tables import DeltaTable
+
+    from lakeapply.silver import dictionary
+
+    admin.publish_settings(spark, catalog, DEMO)
+    admin.publish_settings(spark, catalog, DEMO)
+    for name in dictionary.DICTIONARY_TABLES:
+        history = DeltaTable.forName(spark, catalog.apply_table(name)).history().collect()
+        operations = {row.operation for row in history}
+        assert not any("REPLACE" in operation for operation in operations), (name, operations)

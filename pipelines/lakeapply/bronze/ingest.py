@@ -126,7 +126,7 @@ class SimulatedCrash(RuntimeError):
 
 
 def ensure_bronze_tables(spark: SparkSession, catalog: Catalog) -> None:
-    ensure_database(spark, catalog.bronze)
+    ensure_database(spark, catalog.database(catalog.bronze))
     ensure_delta_table(spark, catalog.bronze_table(LCR_TABLE), lcr_table_schema())
     ensure_delta_table(spark, catalog.bronze_table(QUARANTINE_TABLE), quarantine_table_schema())
     log_table = catalog.bronze_table(INGEST_LOG_TABLE)

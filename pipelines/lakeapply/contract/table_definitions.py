@@ -19,8 +19,10 @@ from lakeapply.contract.identifiers import validate_oracle_identifier
 from lakeapply.contract.oracle_types import OracleType, parse_oracle_type
 from lakeapply.contract.validation import validate_document
 from lakeapply.errors import ConfigurationError
+from lakeapply.resources import SCHEMAS, resource_path
 
-SCHEMAS_DIR = Path(__file__).resolve().parents[3] / "schemas"
+SCHEMAS_DIR = resource_path(SCHEMAS)
+"""The packaged JSON schemas and sample table definitions (the repository's ``schemas/``)."""
 
 
 @dataclass(frozen=True)

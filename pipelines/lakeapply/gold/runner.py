@@ -27,14 +27,17 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from lakeapply.contract.identifiers import quote_qualified
+from lakeapply.contract.identifiers import quote
 from lakeapply.errors import LakeapplyError
+from lakeapply.resources import DBT_PROJECT, resource_path
 from lakeapply.runtime.catalog import Catalog
 
-DBT_PROJECT_DIR = Path(__file__).resolve().parents[3] / "dbt"
-"""The dbt project in the repository (override with ``project_dir`` or LAKEAPPLY_DBT_PROJECT_DIR)."""
+DBT_PROJECT_DIR = resource_path(DBT_PROJECT)
+"""The packaged dbt project, the repository's ``dbt/`` (override with ``project_dir`` or
+LAKEAPPLY_DBT_PROJECT_DIR). It is read only: dbt's target and logs go under the warehouse."""
 
 COMMANDS = ("build", "run", "test", "compile", "parse")
 _SELECTING_COMMANDS = ("build", "run", "test", "compile")
@@ -54,6 +57,25 @@ GOLD_VIEWS = (
     "apply_lag",
 )
 """The views ``render_sqlplus`` prints: the marts of the dbt project, in ``<prefix>_gold``."""
+
+
+SUMMARY_COLUMNS: dict[str, tuple[str, ...]] = {
+    "dba_apply_progress": (
+        "APPLY_NAME",
+        "SOURCE_DATABASE",
+        "APPLIED_MESSAGE_NUMBER",
+        "OLDEST_MESSAGE_NUMBER",
+    ),
+    "dba_apply_error": ("SOURCE_TRANSACTION_ID", "MESSAGE_NUMBER", "ERROR_MESSAGE"),
+}
+"""What ``lakeapply run`` and ``lakeapply gold`` select from these views by default: lines that
+fit an 80-column terminal (``lakeapply gold --wide`` prints every column)."""
+
+
+def summary_select(view: str) -> str:
+    """The SQL*Plus prompt line the printed summary answers (printed, never executed)."""
+    columns = SUMMARY_COLUMNS.get(view.lower())
+    return f"SELECT {', '.join(columns) if columns else '*'} FROM {view.upper()};"  # noqa: S608
 
 
 class GoldError(LakeapplyError):
@@ -119,6 +141,7 @@ def run_gold(
     project_dir: Path | None = None,
     threads: int = 2,
     quiet: bool = True,
+    catalog: str | None = None,
 ) -> GoldReport:
     """Run ``dbt <command>`` on the gold project in-process, reusing ``spark``.
 
@@ -127,9 +150,11 @@ def run_gold(
     folders go under ``<warehouse>/dbt``, and it is LAKEAPPLY_WAREHOUSE for a ``local`` target.
     ``select`` narrows the nodes (dbt ``--select``); ``threads`` is dbt's (queries at a time on
     the one session). Returns the counts; raises :class:`GoldError` with dbt's failure summary
-    when dbt cannot run or any node fails (the report is on the error).
+    when dbt cannot run or any node fails (the report is on the error). ``catalog`` (Unity
+    Catalog) is made the session's current catalog while dbt runs, so dbt's two-part names land
+    in it; the previous one is restored.
     """
-    catalog = Catalog(catalog_prefix)
+    names = Catalog(catalog_prefix, catalog)
     if command not in COMMANDS:
         raise GoldError(f"unknown gold command {command!r}: expected one of {', '.join(COMMANDS)}")
     try:
@@ -152,7 +177,7 @@ def run_gold(
         "--target",
         target,
         "--vars",
-        json.dumps({"lakeapply_prefix": catalog.prefix}),
+        json.dumps({"lakeapply_prefix": names.prefix}),
         "--target-path",
         str(artifacts / "target"),
         "--log-path",
@@ -167,6 +192,8 @@ def run_gold(
 
     started = time.monotonic()
     with _environment(LAKEAPPLY_WAREHOUSE=str(warehouse.resolve())), _restored_session(spark):
+        if names.catalog is not None:
+            spark.catalog.setCurrentCatalog(names.catalog)
         outcome = dbtRunner().invoke(args)
     elapsed = time.monotonic() - started
 
@@ -197,10 +224,13 @@ def _environment(**values: str) -> Iterator[None]:
 def _restored_session(spark: SparkSession) -> Iterator[None]:
     """Undo what dbt changes on the shared session: runtime SQL settings, the current database."""
     settings = dict(spark.conf.getAll)
+    current_catalog = spark.catalog.currentCatalog()
     database = spark.catalog.currentDatabase()
     try:
         yield
     finally:
+        if spark.catalog.currentCatalog() != current_catalog:
+            spark.catalog.setCurrentCatalog(current_catalog)
         for key, value in dict(spark.conf.getAll).items():
             if settings.get(key) == value or not spark.conf.isModifiable(key):
                 continue
@@ -346,6 +376,8 @@ def render_sqlplus(
     *,
     nls_date_format: str = "DD-MON-RR",
     max_width: int = 40,
+    catalog: str | None = None,
+    select: Sequence[str] | None = None,
 ) -> str:
     """Print a gold view (``DBA_APPLY_PROGRESS``, ``DBA_APPLY_ERROR``, ...) as SQL*Plus would.
 
@@ -355,12 +387,19 @@ def render_sqlplus(
     wrap onto continuation lines). NUMBER columns are right-aligned and at least NUMWIDTH wide;
     DATE columns are as wide as ``nls_date_format`` makes them and their headings are truncated
     to that width, as SQL*Plus does. Rows are sorted by their columns, left to right.
+    ``select`` names the columns (``SELECT A, B FROM view``) instead of every column (``SELECT *``).
     """
-    catalog = Catalog(catalog_prefix)
+    names = Catalog(catalog_prefix, catalog)
     name = view.strip().lower()
     if name not in GOLD_VIEWS:
         raise GoldError(f"unknown gold view {view!r}: expected one of {', '.join(GOLD_VIEWS)}")
-    frame = spark.table(quote_qualified(f"{catalog.prefix}_gold", name))
+    frame = spark.table(names.gold_table(name))
+    if select is not None:
+        by_upper = {f.name.upper(): f.name for f in frame.schema.fields}
+        unknown = [c for c in select if c.upper() not in by_upper]
+        if unknown:
+            raise GoldError(f"{view}: no column(s) {', '.join(unknown)}")
+        frame = frame.select(*[F.col(quote(by_upper[c.upper()])) for c in select])
     sortable = [f.name for f in frame.schema.fields if isinstance(f.dataType, T.AtomicType)]
     rows = frame.orderBy(*sortable).collect() if sortable else frame.collect()
     if not rows:

@@ -15,7 +15,6 @@ from pyspark.sql import types as T
 
 from lakeapply.contract.identifiers import (
     needs_column_mapping,
-    quote,
     quote_qualified,
     split_qualified,
     validate_spark_name,
@@ -25,12 +24,21 @@ from lakeapply.errors import LakeapplyError
 
 @dataclass(frozen=True)
 class Catalog:
-    """The databases lakeapply writes. A prefix lets several environments share one metastore."""
+    """The databases lakeapply writes. A prefix lets several environments share one metastore.
+
+    ``catalog`` (Unity Catalog, or any Spark catalog) makes every table name three-part,
+    ``catalog.<prefix>_silver.table``; without it names are two-part and resolve in the
+    session's current catalog (the local Hive metastore). ``bronze``, ``silver``, ``apply`` and
+    ``gold`` are the schema names alone; :meth:`database` and the ``*_table`` methods qualify.
+    """
 
     prefix: str = "lakeapply"
+    catalog: str | None = None
 
     def __post_init__(self) -> None:
         validate_spark_name(self.prefix, "catalog prefix")
+        if self.catalog is not None:
+            validate_spark_name(self.catalog, "catalog")
 
     @property
     def bronze(self) -> str:
@@ -45,14 +53,34 @@ class Catalog:
         """The apply dictionary: settings, progress, error queue, cycles."""
         return f"{self.prefix}_apply"
 
+    @property
+    def gold(self) -> str:
+        """The dbt views named like Oracle's (DBA_APPLY_PROGRESS, ...)."""
+        return f"{self.prefix}_gold"
+
+    def database(self, schema: str) -> str:
+        """A schema of this catalog, quoted: ```catalog`.`schema``` or ```schema```."""
+        return quote_qualified(*self._namespace, schema)
+
+    def table(self, schema: str, name: str) -> str:
+        """A table of one of lakeapply's schemas, quoted and qualified (three-part in a catalog)."""
+        return quote_qualified(*self._namespace, schema, name)
+
     def bronze_table(self, name: str) -> str:
-        return quote_qualified(self.bronze, name)
+        return self.table(self.bronze, name)
 
     def silver_table(self, name: str) -> str:
-        return quote_qualified(self.silver, validate_spark_name(name, "silver table"))
+        return self.table(self.silver, validate_spark_name(name, "silver table"))
 
     def apply_table(self, name: str) -> str:
-        return quote_qualified(self.apply, name)
+        return self.table(self.apply, name)
+
+    def gold_table(self, name: str) -> str:
+        return self.table(self.gold, name)
+
+    @property
+    def _namespace(self) -> tuple[str, ...]:
+        return () if self.catalog is None else (self.catalog,)
 
 
 # Delta column mapping by name: the logical (Oracle) column names live in the Delta log only,
@@ -73,7 +101,9 @@ class TableLocationError(LakeapplyError):
 
 
 def ensure_database(spark: SparkSession, database: str) -> None:
-    spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote(database)}")
+    """Create a database unless it exists: a plain name (``lakeapply_bronze``, in the session's
+    current catalog) or a qualified one from :meth:`Catalog.database`."""
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote_qualified(*split_qualified(database))}")
 
 
 def _field_names(data_type: T.DataType) -> Iterator[str]:

@@ -5,11 +5,15 @@ from __future__ import annotations
 import os
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
 
+from pyspark import SparkConf, SparkContext
 from pyspark.errors import PySparkException
+from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
 from lakeapply.errors import EnvironmentSetupError
@@ -41,12 +45,27 @@ def delta_maven_coordinate() -> str:
     )
 
 
-def get_spark(settings: LocalSparkSettings) -> SparkSession:
+def spark_log_file(warehouse: Path) -> Path:
+    """Where the local JVM's own output goes: Ivy's resolution report, log4j, JVM warnings."""
+    return warehouse.resolve() / "logs" / "spark.log"
+
+
+def delta_jars_cached() -> bool:
+    """True when Ivy already holds the Delta jar (then starting Spark fetches nothing)."""
+    group, artifact, release = delta_maven_coordinate().split(":")
+    return (Path.home() / ".ivy2.5.2" / "jars" / f"{group}_{artifact}-{release}.jar").is_file()
+
+
+def get_spark(
+    settings: LocalSparkSettings, notify: Callable[[str], None] | None = None
+) -> SparkSession:
     """Return the active session on Databricks (Delta is built in), else build the local one.
 
     The local session has the Delta extension and catalog, a Hive metastore in Derby kept under the
     warehouse folder (so the pipeline and dbt see the same tables), few shuffle partitions, no UI.
-    The Delta jars are resolved by Ivy from Maven Central on first use and cached in ~/.ivy2.5.2.
+    The Delta jars are resolved by Ivy from Maven Central on first use and cached in ~/.ivy2.5.2;
+    ``notify`` gets one line when that download is about to happen. The JVM writes its output
+    (Ivy's report, log4j, warnings) to :func:`spark_log_file`, not to the console.
     """
     if running_on_databricks():
         active = SparkSession.getActiveSession()
@@ -59,47 +78,78 @@ def get_spark(settings: LocalSparkSettings) -> SparkSession:
     warehouse = settings.warehouse.resolve()
     warehouse.mkdir(parents=True, exist_ok=True)
     metastore = warehouse / "metastore_db"
-    builder = (
-        SparkSession.builder.master(settings.master)
-        .appName(settings.app_name)
-        .config("spark.jars.packages", delta_maven_coordinate())
-        .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
-        .config(
-            "spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog"
-        )
-        .config("spark.sql.warehouse.dir", str(warehouse / "tables"))
-        .config(
-            "spark.hadoop.javax.jdo.option.ConnectionURL",
-            f"jdbc:derby:;databaseName={metastore};create=true",
-        )
-        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={warehouse}")
-        .config("spark.driver.memory", settings.driver_memory)
-        .config("spark.sql.shuffle.partitions", str(settings.shuffle_partitions))
-        .config("spark.default.parallelism", str(settings.shuffle_partitions))
-        .config("spark.databricks.delta.snapshotPartitions", str(settings.snapshot_partitions))
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.ansi.enabled", "true")
-        .config("spark.databricks.delta.schema.autoMerge.enabled", "false")
-        .config("spark.sql.sources.partitionOverwriteMode", "static")
-        .enableHiveSupport()
-    )
+    options = {
+        "spark.master": settings.master,
+        "spark.app.name": settings.app_name,
+        "spark.jars.packages": delta_maven_coordinate(),
+        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        "spark.sql.warehouse.dir": str(warehouse / "tables"),
+        "spark.hadoop.javax.jdo.option.ConnectionURL": (
+            f"jdbc:derby:;databaseName={metastore};create=true"
+        ),
+        "spark.driver.extraJavaOptions": f"-Dderby.system.home={warehouse}",
+        "spark.driver.memory": settings.driver_memory,
+        "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
+        "spark.default.parallelism": str(settings.shuffle_partitions),
+        "spark.databricks.delta.snapshotPartitions": str(settings.snapshot_partitions),
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.ansi.enabled": "true",
+        "spark.databricks.delta.schema.autoMerge.enabled": "false",
+        "spark.sql.sources.partitionOverwriteMode": "static",
+    }
+    builder = SparkSession.builder.enableHiveSupport()
+    for key, value in options.items():
+        builder = builder.config(key, value)
+    log = spark_log_file(warehouse)
     try:
+        if SparkContext._gateway is None:
+            if notify is not None and not delta_jars_cached():
+                notify(
+                    f"fetching the Delta jars ({delta_maven_coordinate()}) from Maven Central "
+                    f"into ~/.ivy2.5.2 (first run only; details in {log})"
+                )
+            _launch_jvm(options, log)
         spark = builder.getOrCreate()
     except PySparkException as error:
-        raise EnvironmentSetupError(_explain_startup_failure(str(error))) from error
+        raise EnvironmentSetupError(_explain_startup_failure(str(error), log)) from error
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
 
-def _explain_startup_failure(message: str) -> str:
+def _launch_jvm(options: dict[str, str], log: Path) -> None:
+    """Start Spark's JVM the way SparkContext would, its stdout and stderr going to ``log``.
+
+    spark-submit resolves ``spark.jars.packages`` with Ivy before the driver starts and prints
+    the whole resolution report, then log4j prints to the console: none of it is the user's
+    business unless something fails, and the error message then names the log.
+    """
+    log.parent.mkdir(parents=True, exist_ok=True)
+    conf = SparkConf(loadDefaults=False).setAll(list(options.items()))
+    with log.open("ab") as output:
+        output.write(f"--- {datetime.now(UTC).isoformat()} pid {os.getpid()}\n".encode())
+        output.flush()
+        gateway = launch_gateway(  # type: ignore[no-untyped-call]
+            conf, popen_kwargs={"stdout": output, "stderr": output}
+        )
+    with SparkContext._lock:
+        if SparkContext._gateway is None:
+            SparkContext._gateway = gateway
+            SparkContext._jvm = gateway.jvm
+        else:  # another thread won the race: keep its JVM
+            gateway.shutdown()
+
+
+def _explain_startup_failure(message: str, log: Path) -> str:
     if re.search(r"JAVA_GATEWAY_EXITED|unresolved dependency|not found", message):
         return (
             "Spark could not start. The usual cause on a first run is that the Delta jars "
             f"({delta_maven_coordinate()}) could not be downloaded from Maven Central: check the "
             "network, or pre-fetch them with `mvn dependency:get "
             f"-Dartifact={delta_maven_coordinate()}` (Ivy looks in ~/.m2 first). Java 17 must be on "
-            f"PATH. Original error: {message.splitlines()[0] if message else '?'}"
+            f"PATH. Original error: {message.splitlines()[0] if message else '?'} (Spark's "
+            f"output: {log})"
         )
-    return f"Spark could not start: {message}"
+    return f"Spark could not start: {message} (Spark's output: {log})"

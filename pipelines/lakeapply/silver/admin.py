@@ -24,7 +24,7 @@ from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from lakeapply.contract.identifiers import quote, sql_string_literal, validate_oracle_identifier
+from lakeapply.contract.identifiers import quote, validate_oracle_identifier
 from lakeapply.contract.table_definitions import TableDefinition, table_definition_from_dict
 from lakeapply.errors import ConfigurationError
 from lakeapply.runtime.catalog import Catalog
@@ -156,15 +156,16 @@ def _check_scn(apply_name: str, scn: int | None, where: str) -> None:
 def _replace_rows(
     spark: SparkSession, catalog: Catalog, name: str, apply_name: str, rows: list[tuple[Any, ...]]
 ) -> None:
-    """Replace this apply's rows of one dictionary table (one atomic Delta commit, one file)."""
+    """Replace this apply's rows of one dictionary table (one atomic Delta commit, one file).
+
+    ``writeTo(...).overwrite(condition)`` is Delta's replaceWhere as a plain data write. The v1
+    ``write.mode("overwrite").saveAsTable`` takes Delta's replace-table path, which re-registers
+    the schema in the Hive metastore: Hive rejects that (the table is stored in Spark's own
+    format, not Hive's), logs ``ERROR HiveAlterHandler: Failed to alter table`` and Spark retries
+    in its own format, on every publish."""
     schema = dictionary.DICTIONARY_TABLES[name]
-    (
-        spark.createDataFrame(rows, schema)
-        .coalesce(1)
-        .write.format("delta")
-        .mode("overwrite")
-        .option("replaceWhere", f"apply_name = {sql_string_literal(apply_name)}")
-        .saveAsTable(catalog.apply_table(name))
+    spark.createDataFrame(rows, schema).coalesce(1).writeTo(catalog.apply_table(name)).overwrite(
+        F.col("apply_name") == F.lit(apply_name)
     )
 
 

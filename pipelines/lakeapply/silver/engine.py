@@ -33,7 +33,7 @@ from pyspark.sql import types as T
 
 from lakeapply.bronze.ingest import ensure_bronze_tables
 from lakeapply.bronze.tables import LCR_TABLE, lcr_table_schema
-from lakeapply.contract.identifiers import quote, sql_string_literal
+from lakeapply.contract.identifiers import quote
 from lakeapply.contract.oracle_types import TypeFamily
 from lakeapply.contract.table_definitions import ColumnDefinition
 from lakeapply.errors import ApplyAbortedError
@@ -97,7 +97,7 @@ class CycleReport:
 
 def ensure_apply_tables(spark: SparkSession, catalog: Catalog) -> None:
     ensure_bronze_tables(spark, catalog)
-    ensure_database(spark, catalog.apply)
+    ensure_database(spark, catalog.database(catalog.apply))
     for name, schema in dictionary.DICTIONARY_TABLES.items():
         ensure_delta_table(spark, catalog.apply_table(name), schema)
 
@@ -106,7 +106,7 @@ def ensure_destination_tables(
     spark: SparkSession, catalog: Catalog, settings: ApplySettings
 ) -> None:
     """Create every destination table from its definition (instantiation without a copy)."""
-    ensure_database(spark, catalog.silver)
+    ensure_database(spark, catalog.database(catalog.silver))
     for table in settings.tables:
         ensure_delta_table(
             spark, catalog.silver_table(table.silver_table), table.definition.spark_schema()
@@ -965,11 +965,12 @@ def _write_spill(cycle: _Cycle, inputs: _CycleInput, processed: DataFrame) -> Da
         F.lit(cycle.apply_name).alias("apply_name"),
         *[F.col(quote(f.name)) for f in lcr_table_schema().fields],
     )
-    new_spill.write.format("delta").mode("overwrite").option(
-        "replaceWhere", f"apply_name = {sql_string_literal(cycle.apply_name)}"
-    ).option("txnAppId", f"{cycle.app}:spill").option(
-        "txnVersion", cycle.plan.cycle_id
-    ).saveAsTable(cycle.catalog.apply_table(dictionary.SPILL))
+    # A data write (replaceWhere), not saveAsTable's replace-table path: see admin._replace_rows.
+    new_spill.writeTo(cycle.catalog.apply_table(dictionary.SPILL)).option(
+        "txnAppId", f"{cycle.app}:spill"
+    ).option("txnVersion", str(cycle.plan.cycle_id)).overwrite(
+        F.col("apply_name") == F.lit(cycle.apply_name)
+    )
     cycle.crash_point("spill", "after the spill")
     cycle.progress("spill written")
     return keep

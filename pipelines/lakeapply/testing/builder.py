@@ -14,8 +14,7 @@
 
 Every LCR is checked against the LCR contract's JSON Schema when it is emitted: the schema
 :func:`lakeapply.contract.lcr.lcr_json_schema` builds, which ``make schemas`` writes to
-``schemas/lcr.schema.json`` (a test keeps the two identical), so the kit works from an installed
-wheel, which does not ship ``schemas/``.
+``schemas/lcr.schema.json`` (a test keeps the two identical; the wheel ships that file too).
 
 Transactions end with :meth:`~TransactionBuilder.commit` or :meth:`~TransactionBuilder.rollback`;
 :meth:`~TransactionBuilder.open` takes the LCRs added so far without an end (land them, apply, and

@@ -1,0 +1,54 @@
+"""The built wheel, shared by the packaging tests (built once per session, outside the repo)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def built_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``pip wheel --no-deps`` of the repository: what the bundle's artifact build makes."""
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--quiet",
+            "--wheel-dir",
+            str(out),
+            str(REPO),
+        ],
+        cwd=REPO,
+        check=True,
+        timeout=300,
+    )
+    (wheel,) = out.glob("lakeapply-*.whl")
+    return wheel
+
+
+def wheel_entry_points(wheel: Path) -> dict[str, dict[str, str]]:
+    """``entry_points.txt`` of a wheel: group -> name -> object reference."""
+    with zipfile.ZipFile(wheel) as archive:
+        (name,) = [n for n in archive.namelist() if n.endswith(".dist-info/entry_points.txt")]
+        text = archive.read(name).decode()
+    groups: dict[str, dict[str, str]] = {}
+    group = ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("[") and line.endswith("]"):
+            group = line[1:-1]
+            groups[group] = {}
+        elif "=" in line:
+            key, _, value = line.partition("=")
+            groups[group][key.strip()] = value.strip()
+    return groups
