@@ -42,7 +42,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSource, SimpleDataSourceStreamReader
-from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
@@ -61,7 +61,7 @@ from lakeapply.silver.settings import ApplySettings
 log = logging.getLogger(__name__)
 
 LANDING_SOURCE = "lakeapply_landing"
-QUERY_POLL_SECONDS = 0.5  # how often the driver loop looks at signals and --max-batches
+QUERY_POLL_SECONDS = 1  # how often the driver loop looks at signals and --max-batches
 Progress = Callable[[str], None]
 
 
@@ -74,7 +74,9 @@ class TriggerKind(Enum):
     PROCESSING_TIME = "processing-time"
 
 
-_INTERVAL = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(milliseconds?|ms|seconds?|s|minutes?|min|m|hours?|h)\s*")
+_INTERVAL = re.compile(
+    r"\s*(\d+(?:\.\d+)?)\s*(milliseconds?|ms|seconds?|s|minutes?|min|m|hours?|h)\s*"
+)
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,7 @@ class StreamTrigger:
 
     def __str__(self) -> str:
         if self.kind is TriggerKind.AVAILABLE_NOW:
-            return self.kind.value
+            return str(self.kind.value)
         return f"{self.kind.value}={self.interval}"
 
 
@@ -176,14 +178,12 @@ class LandingListingReader(SimpleDataSourceStreamReader, SupportsTriggerAvailabl
     """Offsets are listing digests: a new or grown file is a new offset, hence a micro-batch.
     The rows (the current listing) only inform; the ingest reads the files itself."""
 
-    INITIAL: dict[str, Any] = {"listing": None}  # differs from every digest: batch 0 always runs
-
     def __init__(self, landing: Path) -> None:
         self.landing = landing
         self.target: dict[str, Any] | None = None
 
     def initialOffset(self) -> dict[str, Any]:  # noqa: N802 (Spark's name)
-        return dict(self.INITIAL)
+        return {"listing": None}  # differs from every digest: micro-batch 0 always runs
 
     def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802 (Spark's name)
         # Available-now ends at the listing seen when the query starts (the ingest of that
@@ -224,7 +224,7 @@ class LandingListingSource(DataSource):
 # ------------------------------------------------------------------------------------------
 
 
-class _StopRequested(Exception):  # noqa: N818 (a signal, not an error)
+class _StopRequested(Exception):
     """Raised by a micro-batch that starts after a stop was requested: it stays uncommitted."""
 
 
@@ -264,7 +264,7 @@ class _QueryDriver:
         if trigger.kind is TriggerKind.AVAILABLE_NOW:
             writer = writer.trigger(availableNow=True)
         else:
-            writer = writer.trigger(processingTime=trigger.interval)
+            writer = writer.trigger(processingTime=trigger.interval or "0 seconds")
         with _stop_on_signals(self._request_stop):
             query = writer.start()
             progress(f"stream started ({trigger}, checkpoint {self.settings.checkpoint})")
