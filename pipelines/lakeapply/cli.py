@@ -860,8 +860,12 @@ def _stream_settings(
 def _check_stream_options(
     stream: bool, trigger: str, checkpoint: str | None, max_batches: int | None
 ) -> None:
+    """Before Spark starts: the stream options need --stream, and the trigger must parse."""
+    from lakeapply.runtime.streaming import parse_trigger
+
     if not stream and (trigger != "available-now" or checkpoint or max_batches):
         raise click.UsageError("--trigger, --checkpoint and --max-batches need --stream")
+    parse_trigger(trigger)
 
 
 def _describe_ingest(report: Any) -> str:

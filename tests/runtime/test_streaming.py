@@ -9,9 +9,11 @@ import time
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from pyspark.sql import SparkSession
 
 from lakeapply.bronze.ingest import SimulatedCrash, ingest
+from lakeapply.cli import main
 from lakeapply.errors import ConfigurationError
 from lakeapply.landing.generator import WorkloadSpec, write_workload
 from lakeapply.runtime.catalog import Catalog
@@ -188,3 +190,31 @@ def test_an_apply_stream_crashed_in_a_cycle_then_restarted_equals_a_batch_apply(
     expected = read_outcome(spark, batch, batch_settings.apply_name, workload)
     assert expected["errors"], "the workload should exercise the error queue"
     assert read_outcome(spark, live, settings.apply_name, workload) == expected
+
+
+# ------------------------------------------------------------------------------------------
+# The CLI options (no Spark: checked before it starts)
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [["apply"], ["ingest", "--landing", "."]])
+def test_stream_options_without_stream_are_a_usage_error(
+    tmp_path: Path, command: list[str]
+) -> None:
+    result = CliRunner().invoke(
+        main, ["--warehouse", str(tmp_path / "wh"), *command, "--max-batches", "2"]
+    )
+
+    assert result.exit_code == 2
+    assert "need --stream" in result.output
+    assert not (tmp_path / "wh").exists()
+
+
+def test_a_bad_trigger_is_one_error_line_before_spark_starts(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        main, ["--warehouse", str(tmp_path / "wh"), "apply", "--stream", "--trigger", "soon"]
+    )
+
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines()[-1].startswith("lakeapply: error: trigger 'soon'")
+    assert not (tmp_path / "wh").exists()

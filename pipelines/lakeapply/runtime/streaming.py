@@ -42,8 +42,8 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSource, SimpleDataSourceStreamReader
-from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
+from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.types import StructType
 
 from lakeapply.bronze.ingest import (
