@@ -3,7 +3,9 @@ run of the same input ends (bronze rows; silver, error queue and progress)."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import threading
 import time
 from pathlib import Path
@@ -14,7 +16,7 @@ from pyspark.sql import SparkSession
 
 from lakeapply.bronze.ingest import SimulatedCrash, ingest
 from lakeapply.cli import main
-from lakeapply.errors import ConfigurationError
+from lakeapply.errors import ApplyAbortedError, ConfigurationError
 from lakeapply.landing.generator import WorkloadSpec, write_workload
 from lakeapply.runtime.catalog import Catalog
 from lakeapply.runtime.streaming import (
@@ -27,7 +29,7 @@ from lakeapply.runtime.streaming import (
     stream_apply,
     stream_ingest,
 )
-from lakeapply.silver.engine import SimulatedApplyCrash, run_apply
+from lakeapply.silver.engine import SimulatedApplyCrash, run_apply, stop_apply
 from tests.silver.differential import prepare, read_outcome
 from tests.silver.test_engine_restart import generated_workload
 
@@ -170,6 +172,7 @@ def test_an_ingest_stream_crashed_then_restarted_and_fed_a_growing_file_equals_a
     assert len(lcrs) + len(quarantined) == _lines_in(landing)
 
 
+@pytest.mark.slow  # three apply cycles: ~400 s on the loaded 2-core CI machine
 def test_an_apply_stream_crashed_in_a_cycle_then_restarted_equals_a_batch_apply(
     spark: SparkSession, tmp_path: Path
 ) -> None:
@@ -190,6 +193,46 @@ def test_an_apply_stream_crashed_in_a_cycle_then_restarted_equals_a_batch_apply(
     expected = read_outcome(spark, batch, batch_settings.apply_name, workload)
     assert expected["errors"], "the workload should exercise the error queue"
     assert read_outcome(spark, live, settings.apply_name, workload) == expected
+
+
+def test_an_apply_stream_on_a_stopped_apply_fails_with_the_apply_error_not_a_spark_one(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    workload = generated_workload()
+    catalog = Catalog("stream_apply_stopped")
+    settings = prepare(spark, catalog, [workload], workload, tmp_path / "config")
+    stop_apply(spark, catalog, settings)
+    stream = StreamSettings(
+        parse_trigger("processing-time=1 second"), str(tmp_path / "checkpoint"), max_batches=1
+    )
+
+    with pytest.raises(ApplyAbortedError, match="is DISABLED"):
+        stream_apply(spark, catalog, settings, stream)
+
+
+def test_sigterm_stops_a_processing_time_stream_between_micro_batches(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    settings = StreamSettings(
+        parse_trigger("processing-time=1 second"), str(tmp_path / "checkpoint")
+    )
+
+    def terminate_once_idle() -> None:
+        _wait_for_a_running_query(spark)
+        while spark.streams.active and spark.streams.active[0].lastProgress is None:
+            time.sleep(0.2)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    killer = threading.Thread(target=terminate_once_idle)
+    killer.start()
+    report = stream_ingest(spark, Catalog("stream_sigterm"), landing, settings)
+    killer.join()
+
+    assert report.stopped_by == "signal"
+    assert report.micro_batches == [0]
+    assert not spark.streams.active
 
 
 # ------------------------------------------------------------------------------------------
