@@ -24,6 +24,7 @@ from lakeapply.runtime.streaming import (
     StreamSettings,
     StreamTrigger,
     TriggerKind,
+    _QueryDriver,
     default_checkpoint,
     parse_trigger,
     stream_apply,
@@ -94,6 +95,59 @@ def test_available_now_ends_at_the_listing_seen_when_the_query_started(tmp_path:
     (tmp_path / "b.jsonl").write_text("{}\n")
 
     assert reader.read(end)[1] == end
+
+
+class FakeQuery:
+    """A query that runs until stopped, or fails the way Spark reports a failed micro-batch."""
+
+    def __init__(self, fails: bool = False) -> None:
+        self.fails = fails
+        self.stopped = False
+
+    def awaitTermination(self, timeout: int) -> bool:
+        if self.fails:
+            raise RuntimeError("StreamingQueryException: foreachBatch function failed")
+        return self.stopped
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+def test_max_batches_stops_the_query_after_that_many_micro_batches() -> None:
+    driver = _QueryDriver(StreamSettings(AVAILABLE_NOW, "c", max_batches=2), lambda _: None)
+    query = FakeQuery()
+
+    driver.for_each_batch(None, 0)  # type: ignore[arg-type]
+    assert driver.stop_reason is None
+    driver.for_each_batch(None, 1)  # type: ignore[arg-type]
+    driver._wait(query)  # type: ignore[arg-type]
+
+    assert (driver.stop_reason, driver.done, query.stopped) == ("max-batches", [0, 1], True)
+
+
+def test_a_micro_batch_that_starts_after_a_stop_request_does_nothing_and_is_not_an_error() -> None:
+    calls: list[int] = []
+    driver = _QueryDriver(StreamSettings(AVAILABLE_NOW, "c"), calls.append)
+    driver.stop_reason = "signal"
+
+    with pytest.raises(Exception, match="signal"):
+        driver.for_each_batch(None, 4)  # type: ignore[arg-type]
+    driver._wait(FakeQuery(fails=True))  # type: ignore[arg-type]
+
+    assert calls == []
+    assert driver.done == []
+
+
+def test_a_failed_micro_batch_raises_its_own_error_not_sparks_wrapper() -> None:
+    def work(batch_id: int) -> None:
+        raise ApplyAbortedError("apply process X is ABORTED")
+
+    driver = _QueryDriver(StreamSettings(AVAILABLE_NOW, "c"), work)
+    with pytest.raises(ApplyAbortedError):
+        driver.for_each_batch(None, 0)  # type: ignore[arg-type]
+
+    with pytest.raises(ApplyAbortedError, match="is ABORTED"):
+        driver._wait(FakeQuery(fails=True))  # type: ignore[arg-type]
 
 
 # ------------------------------------------------------------------------------------------

@@ -243,7 +243,8 @@ class _QueryDriver:
 
     def for_each_batch(self, frame: DataFrame, batch_id: int) -> None:
         if self.stop_reason is not None:
-            raise _StopRequested(self.stop_reason)
+            self.failure = _StopRequested(self.stop_reason)
+            raise self.failure
         self.in_batch.set()
         try:
             self.work(batch_id)
