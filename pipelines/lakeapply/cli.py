@@ -309,6 +309,42 @@ class LakeapplyGroup(click.Group):
         return None
 
 
+def stream_options(function: Callable[..., Any]) -> Callable[..., Any]:
+    """--stream, --trigger, --checkpoint, --max-batches (runtime/streaming.py)."""
+    options = (
+        click.option(
+            "--stream",
+            is_flag=True,
+            help="Run as a Structured Streaming query (see --trigger); exactly once across "
+            "restarts through its checkpoint and lakeapply's own logs.",
+        ),
+        click.option(
+            "--trigger",
+            default="available-now",
+            show_default=True,
+            metavar="available-now|processing-time=INTERVAL",
+            help="With --stream: process what is there and stop, or run every INTERVAL "
+            "(e.g. 'processing-time=30 seconds') until SIGINT/SIGTERM.",
+        ),
+        click.option(
+            "--checkpoint",
+            default=None,
+            metavar="PATH",
+            help="With --stream: the streaming checkpoint folder "
+            "(default: <warehouse>/_checkpoints/<prefix>/...).",
+        ),
+        click.option(
+            "--max-batches",
+            type=click.IntRange(min=1),
+            default=None,
+            help="With --stream: stop after this many micro-batches.",
+        ),
+    )
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
 @click.group(cls=LakeapplyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--warehouse",
@@ -431,11 +467,23 @@ def generate(
     required=True,
     help="Folder of .jsonl / .jsonl.gz LCR files (searched recursively).",
 )
+@stream_options
 @click.pass_obj
-def ingest(obj: CliContext, landing: Path) -> None:
+def ingest(
+    obj: CliContext,
+    landing: Path,
+    stream: bool = False,
+    trigger: str = "available-now",
+    checkpoint: str | None = None,
+    max_batches: int | None = None,
+) -> None:
     """Land new LCR lines into bronze, exactly once (bad lines go to the quarantine)."""
     from lakeapply.bronze.ingest import ingest as run_ingest
 
+    _check_stream_options(stream, trigger, checkpoint, max_batches)
+    if stream:
+        _stream_ingest(obj, landing, (trigger, checkpoint, max_batches))
+        return
     spark = _spark(obj)
     with progress_steps("ingesting") as step:
         report = run_ingest(spark, _catalog(obj), landing, progress=step)
@@ -544,11 +592,23 @@ def configure(obj: CliContext, config: Path) -> None:
 
 @main.command()
 @click.option("--apply-name", default=None, help="Which apply process (default: the only one).")
+@stream_options
 @click.pass_obj
-def apply(obj: CliContext, apply_name: str | None) -> None:
+def apply(
+    obj: CliContext,
+    apply_name: str | None,
+    stream: bool = False,
+    trigger: str = "available-now",
+    checkpoint: str | None = None,
+    max_batches: int | None = None,
+) -> None:
     """Apply committed transactions from bronze to the silver tables (Oracle apply semantics)."""
     from lakeapply.silver.engine import run_apply
 
+    _check_stream_options(stream, trigger, checkpoint, max_batches)
+    if stream:
+        _stream_apply(obj, apply_name, (trigger, checkpoint, max_batches))
+        return
     spark = _spark(obj)
     settings = _apply_settings(spark, _catalog(obj), apply_name)
     with progress_steps(f"applying {settings.apply_name}") as step:
@@ -821,3 +881,85 @@ def gold(obj: CliContext, dbt_command: str, show: tuple[str, ...], wide: bool) -
         click.echo(
             render_sqlplus(spark, obj.catalog_prefix, view, catalog=obj.catalog, select=columns)
         )
+
+
+def _stream_settings(
+    obj: CliContext,
+    kind: str,
+    name: str,
+    trigger: str,
+    checkpoint: str | None,
+    max_batches: int | None,
+) -> Any:
+    from lakeapply.runtime.streaming import StreamSettings, default_checkpoint, parse_trigger
+
+    location = checkpoint or str(default_checkpoint(obj.warehouse, _catalog(obj), kind, name))
+    return StreamSettings(parse_trigger(trigger), location, max_batches)
+
+
+def _check_stream_options(
+    stream: bool, trigger: str, checkpoint: str | None, max_batches: int | None
+) -> None:
+    """Before Spark starts: the stream options need --stream, and the trigger must parse."""
+    from lakeapply.runtime.streaming import parse_trigger
+
+    if not stream and (trigger != "available-now" or checkpoint or max_batches):
+        raise click.UsageError("--trigger, --checkpoint and --max-batches need --stream")
+    parse_trigger(trigger)
+
+
+def _describe_ingest(report: Any) -> str:
+    return (
+        f"ingest batch {report.batch_id}{' (resumed)' if report.resumed else ''}: "
+        f"{report.lines} lines from {len(report.files)} files -> {report.bronze_rows} bronze, "
+        f"{report.quarantined_rows} quarantined"
+    )
+
+
+def _stream_ingest(obj: CliContext, landing: Path, settings_args: tuple[Any, ...]) -> None:
+    from lakeapply.runtime.streaming import stream_ingest
+
+    spark = _spark(obj)
+    settings = _stream_settings(obj, "ingest", str(landing.resolve()), *settings_args)
+
+    def report(result: Any) -> None:
+        if result.batch_id is not None:
+            log_line(_describe_ingest(result))
+
+    with progress_steps(f"streaming ingest ({settings.trigger})") as step:
+        done = stream_ingest(spark, _catalog(obj), landing, settings, step, on_report=report)
+    click.echo(
+        f"stream stopped ({done.stopped_by or settings.trigger}): {len(done.micro_batches)} "
+        f"micro-batches, {sum(r.lines for r in done.ingest_reports)} lines ingested"
+    )
+
+
+def _stream_apply(obj: CliContext, apply_name: str | None, settings_args: tuple[Any, ...]) -> None:
+    from lakeapply.runtime.streaming import stream_apply
+
+    spark = _spark(obj)
+    apply_settings = _apply_settings(spark, _catalog(obj), apply_name)
+    settings = _stream_settings(obj, "apply", apply_settings.apply_name, *settings_args)
+    with progress_steps(
+        f"streaming apply {apply_settings.apply_name} ({settings.trigger})"
+    ) as step:
+        done = stream_apply(
+            spark,
+            _catalog(obj),
+            apply_settings,
+            settings,
+            step,
+            on_report=lambda cycle: log_line(_describe_cycle(cycle)),
+        )
+    click.echo(
+        f"stream stopped ({done.stopped_by or settings.trigger}): {len(done.micro_batches)} "
+        f"micro-batches, {len(done.cycle_reports)} cycles"
+    )
+
+
+def _describe_cycle(report: Any) -> str:
+    return (
+        f"{report.apply_name} cycle {report.cycle_id}{' (resumed)' if report.resumed else ''}: "
+        f"{report.applied} applied, {report.ignored} ignored, {report.errors} errors, "
+        f"{report.rolled_back} rolled back; low watermarks {report.low_watermarks}"
+    )

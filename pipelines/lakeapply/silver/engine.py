@@ -1242,14 +1242,19 @@ def run_apply(
     catalog: Catalog,
     settings: ApplySettings,
     progress: Progress = lambda _: None,
+    crash_after: str | None = None,
 ) -> list[CycleReport]:
-    """Apply cycles until bronze has nothing new for this apply process, or it aborts."""
+    """Apply cycles until bronze has nothing new for this apply process, or it aborts.
+    ``crash_after`` (tests) is passed to the first cycle."""
     reports: list[CycleReport] = []
     while True:
+        crash, crash_after = crash_after, None
         # A cycle is idempotent on replay (plan recorded first, writes tagged txnAppId/txnVersion),
         # so a Delta commit race (OPTIMIZE, another writer) is retried as a whole cycle.
         report = retry_on_concurrent_modification(
-            lambda: apply_cycle(spark, catalog, settings, progress), attempts=3, backoff=2.0
+            lambda: apply_cycle(spark, catalog, settings, progress, crash),  # noqa: B023
+            attempts=3,
+            backoff=2.0,
         )
         if report is None:
             return reports
