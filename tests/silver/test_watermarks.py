@@ -173,7 +173,7 @@ def test_a_cycle_whose_only_transaction_is_an_error_keeps_a_low_watermark(
     assert progress.oldest_scn is None
 
 
-def test_a_lob_piece_is_an_unsupported_operation_not_a_missing_key(
+def test_a_lob_piece_on_a_column_that_is_not_a_lob_is_ora_00932_not_a_missing_key(
     spark: SparkSession, catalog: Catalog
 ) -> None:
     apply = settings(False)
@@ -198,8 +198,10 @@ def test_a_lob_piece_is_an_unsupported_operation_not_a_missing_key(
     run_apply(spark, catalog, apply)
 
     [error] = error_queue(spark, catalog, apply)
-    assert error.error_number == 3001
-    assert error.error_message.startswith("ORA-03001: unimplemented feature: LOB WRITE")
+    assert error.error_number == 932
+    assert error.error_message.startswith(
+        "ORA-00932: inconsistent datatypes: expected CLOB, NCLOB or BLOB got VARCHAR2"
+    )
     assert "HR.T" in error.error_message
 
 

@@ -61,6 +61,8 @@ STAGE_INPUT_COLUMNS = (
     "command_type",
     "object_owner",
     "object_name",
+    "lob_offset",  # LOB pieces (rule 12)
+    "lob_operation_size",
 )
 CRASH_POINTS = ("plan", "first_merge", "merges", "error_queue", "spill", "progress")
 ABORT_STATUS_CRASH_POINT = "abort_status"  # only reached by a cycle that aborts the apply
