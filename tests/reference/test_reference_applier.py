@@ -1394,8 +1394,7 @@ def test_workloads_are_contract_lcrs_that_the_reference_applier_runs_on() -> Non
             1
             for lcr in lcrs
             if lcr["command_type"].startswith("LOB ")
-            and (lcr["source_database_name"], lcr["transaction_id"])
-            in result.applied_transactions
+            and (lcr["source_database_name"], lcr["transaction_id"]) in result.applied_transactions
         )
         seen_errors.update(error.error_number for error in result.errors)
         seen_outcomes.update(name for name, count in counters.items() if count)
