@@ -75,6 +75,12 @@ D12 Malformed input beyond the JSON Schema's reach (a column twice in one image,
 D13 Declarative transformations (lakeapply.yml ``transformations``) run on each row LCR of
     their table after the rules, before every check of D5, in their declared order.
 
+Late input is not modelled: the reference applies one arrival sequence at once, so a COMMIT that
+lands before some of its LCRs simply groups with them, and no watermark is passed before a COMMIT
+arrives. The engine's handling of input that arrives after a cycle processed its point (late LCRs,
+ORA-20001; a COMMIT below the low watermark, ORA-20002) is tested in tests/silver/test_late_input.py;
+the differential cuts batches so that neither occurs.
+
 Commit serialization: only FULL is modelled. A DEPENDENT_TRANSACTIONS apply may reuse these
 results: applying one transaction at a time in CSCN order is one valid DEPENDENT_TRANSACTIONS
 schedule, and both settings must end in the same tables (rule 4); only the watermarks of a
