@@ -58,11 +58,28 @@ D9  ``initial_rows``: a missing column is NULL (a copy, not an insert: no defaul
     key or an unknown column or silver table is a ValueError.
 D10 DDL LCRs obey the tag rule and the rule sets only (no table rule, no instantiation SCN) and are recorded in
     ``ddl`` when their transaction is applied; they never change the tables here.
-D11 LOB piecewise commands (LOB WRITE/ERASE/TRIM) are not applied yet: ORA-03001.
+D11 LOB pieces (rule 12: LOB WRITE, LOB TRIM, LOB ERASE) read ``new_values`` only: the key
+    columns (which row) and exactly one other column, the LOB (which column; for WRITE its value
+    is the piece, for TRIM and ERASE it is not read). ``lob_offset`` is 1-based, in characters
+    for CLOB/NCLOB and bytes for BLOB; ``lob_operation_size`` is TRIM's new length and ERASE's
+    amount (WRITE's amount is the piece). Checks in this order: 26688, 00904, conversions (as
+    D5; a BLOB piece is hex, else 01465); 21560 when new_values names no other column or more
+    than one; 00932 when that column is not a CLOB, NCLOB or BLOB (LONG included); 26787 when
+    the row does not exist; 22275 when the LOB is NULL; 21560 for an offset below 1, a missing
+    operand, an empty piece, a TRIM size below 0, an ERASE amount below 1, or a WRITE that
+    would end beyond 2^31 - 1 (the longest value a Delta STRING/BINARY holds); 22926 for a TRIM
+    beyond the current length. WRITE pads a gap with spaces (CLOB) or zero bytes (BLOB);
+    ERASE overwrites with them and never changes the length (past the end it stops at the end).
 D12 Malformed input beyond the JSON Schema's reach (a column twice in one image, two COMMITs
     with different SCNs) is a ValueError, not a guess.
 D13 Declarative transformations (lakeapply.yml ``transformations``) run on each row LCR of
     their table after the rules, before every check of D5, in their declared order.
+
+Late input is not modelled: the reference applies one arrival sequence at once, so a COMMIT that
+lands before some of its LCRs simply groups with them, and no watermark is passed before a COMMIT
+arrives. The engine's handling of input that arrives after a cycle processed its point (late LCRs,
+ORA-20001; a COMMIT below the low watermark, ORA-20002) is tested in tests/silver/test_late_input.py;
+the differential cuts batches so that neither occurs.
 
 Commit serialization: only FULL is modelled. A DEPENDENT_TRANSACTIONS apply may reuse these
 results: applying one transaction at a time in CSCN order is one valid DEPENDENT_TRANSACTIONS
@@ -630,12 +647,10 @@ def _apply_row_lcr(table: Destination, rows: dict[Key, Row], lcr: dict[str, Any]
     """Apply one row LCR to ``rows`` (one destination table), or raise ApplyRowError."""
     command = lcr["command_type"]
     definition = table.definition
-    if command in LOB_COMMANDS:  # D11
-        raise _ora(3001, f"unimplemented feature: {command} on {definition.qualified_name}")
     key_columns = table.key
     old_image = _image(lcr, "old_values") if command in ("UPDATE", "DELETE") else []  # D5
-    new_image = _image(lcr, "new_values") if command in ("INSERT", "UPDATE") else []
-    key_image = new_image if command == "INSERT" else old_image
+    new_image = _image(lcr, "new_values") if command != "DELETE" else []  # D5, D11
+    key_image = old_image if command in ("UPDATE", "DELETE") else new_image
     where = f"table {definition.qualified_name}, key {_key_text(key_columns, key_image)}"
 
     # Rule 5: every key column needs a value: INSERT from new_values, UPDATE/DELETE from old.
@@ -654,8 +669,80 @@ def _apply_row_lcr(table: Destination, rows: dict[Key, Row], lcr: dict[str, Any]
         _insert(table, rows, new, key_image)
     elif command == "UPDATE":
         _update(table, rows, old, new, old_image, new_image)
-    else:
+    elif command == "DELETE":
         _delete(table, rows, old, old_image)
+    else:
+        _lob_piece(table, rows, lcr, new, key_image)
+
+
+LONGEST_LOB = 2**31 - 1  # D11
+
+
+def _lob_piece(
+    table: Destination,
+    rows: dict[Key, Row],
+    lcr: dict[str, Any],
+    new: dict[str, Any],
+    key_image: list[dict[str, Any]],
+) -> None:
+    """Rule 12 (D11): one LOB WRITE, TRIM or ERASE on one LOB column of an existing row."""
+    command = lcr["command_type"]
+    definition = table.definition
+    where = f"key {_key_text(table.key, key_image)}"
+    others = [name for name in new if name not in table.key]
+    if len(others) != 1:
+        raise _ora(
+            21560,
+            f"argument new_values is null, invalid, or out of range: {command} needs one LOB "
+            f"column, got {others}, {where}",
+        )
+    column = definition.column(others[0])
+    if column.type.name not in ("CLOB", "NCLOB", "BLOB"):
+        raise _ora(
+            932,
+            f"inconsistent datatypes: expected CLOB, NCLOB or BLOB got {column.type.name}, {where}",
+        )
+    key = tuple(new[name] for name in table.key)
+    if key not in rows:
+        raise _ora(
+            26787, f"The row with {where} does not exist in table {definition.qualified_name}"
+        )
+    value = rows[key][column.name]
+    if value is None:
+        raise _ora(22275, f"invalid LOB locator specified, {where}")
+    offset, size = lcr.get("lob_offset"), lcr.get("lob_operation_size")
+
+    def out_of_range(argument: str) -> ApplyRowError:
+        return _ora(21560, f"argument {argument} is null, invalid, or out of range, {where}")
+
+    blank = b"\x00" if column.kind == kinds.BINARY_LOB else " "
+    if command == "LOB WRITE":
+        piece = new[column.name]
+        if offset is None or offset < 1:
+            raise out_of_range("offset")
+        if not piece:
+            raise out_of_range("amount")
+        if offset - 1 + len(piece) > LONGEST_LOB:
+            raise out_of_range("offset")
+        if len(value) < offset - 1:
+            value = value + blank * (offset - 1 - len(value))
+        value = value[: offset - 1] + piece + value[offset - 1 + len(piece) :]
+    elif command == "LOB TRIM":
+        if size is None or size < 0:
+            raise out_of_range("newlen")
+        if size > len(value):
+            raise _ora(
+                22926, f"specified trim length is greater than current LOB value's length, {where}"
+            )
+        value = value[:size]
+    else:  # LOB ERASE
+        if offset is None or offset < 1:
+            raise out_of_range("offset")
+        if size is None or size < 1:
+            raise out_of_range("amount")
+        for position in range(offset - 1, min(offset - 1 + size, len(value))):
+            value = value[:position] + blank + value[position + 1 :]
+    rows[key] = {**rows[key], column.name: value}
 
 
 def _convert_image(

@@ -1258,10 +1258,90 @@ def test_initial_rows_that_cannot_be_loaded_are_refused(initial_rows: Any) -> No
         reference_apply(apply_settings(), [], initial_rows=initial_rows)
 
 
-def test_a_lob_piecewise_operation_fails_its_transaction_as_unimplemented() -> None:
-    lob_write = row_lcr("LOB WRITE", "1.1.1", 100, new={"ID": "1"}, lob_offset=1)
-    result = reference_apply(apply_settings(), [lob_write, commit("1.1.1", 101)])
-    assert only_error(result).error_number == 3001
+# ---------------------------------------------------------------------------------------------
+# Rule 12: LOB pieces (D11)
+# ---------------------------------------------------------------------------------------------
+
+DOCUMENT = definition_from_document(
+    {
+        "owner": "APP",
+        "name": "DOC",
+        "columns": [
+            {"name": "ID", "type": "NUMBER(6)"},
+            {"name": "TITLE", "type": "VARCHAR2(10)"},
+            {"name": "BODY", "type": "CLOB"},
+            {"name": "SCAN", "type": "BLOB"},
+        ],
+        "primary_key": ["ID"],
+    },
+)
+
+
+def lob(command: str, scn: int, new: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    return row_lcr(command, "1.1.1", scn, new=new, table=DOCUMENT, **fields)
+
+
+def applied_to_document(*pieces: dict[str, Any]) -> ReferenceResult:
+    return reference_apply(
+        apply_settings(destination(DOCUMENT)),
+        [
+            insert("1.1.1", 100, {"ID": "1", "BODY": "hello", "SCAN": "0102"}, table=DOCUMENT),
+            *pieces,
+            commit("1.1.1", 200),
+        ],
+    )
+
+
+def test_lob_pieces_are_assembled_in_order_onto_the_current_value() -> None:
+    result = applied_to_document(
+        lob("LOB WRITE", 101, {"ID": "1", "BODY": " world"}, lob_offset=6),
+        lob("LOB WRITE", 102, {"ID": "1", "BODY": "!"}, lob_offset=14),  # a gap: 2 spaces
+        lob("LOB ERASE", 103, {"ID": "1", "BODY": None}, lob_offset=1, lob_operation_size=2),
+        lob("LOB WRITE", 104, {"ID": "1", "SCAN": "ff"}, lob_offset=4),  # a gap: a zero byte
+        lob("LOB TRIM", 105, {"ID": "1", "SCAN": None}, lob_operation_size=3),
+    )
+    [row] = result.tables["doc"].values()
+    assert row["BODY"] == "  llo world  !"
+    assert row["SCAN"] == b"\x01\x02\x00"
+
+
+@pytest.mark.parametrize(
+    ("piece", "error_number"),
+    [
+        (lob("LOB WRITE", 101, {"ID": "2", "BODY": "x"}, lob_offset=1), 26787),
+        (lob("LOB WRITE", 101, {"ID": "1", "TITLE": "x"}, lob_offset=1), 932),
+        (lob("LOB TRIM", 101, {"ID": "1"}, lob_operation_size=1), 21560),
+        (lob("LOB WRITE", 101, {"ID": "1", "BODY": "x"}, lob_offset=0), 21560),
+        (lob("LOB ERASE", 101, {"ID": "1", "BODY": None}, lob_offset=1), 21560),
+        (lob("LOB TRIM", 101, {"ID": "1", "BODY": None}, lob_operation_size=6), 22926),
+        (lob("LOB WRITE", 101, {"ID": "1", "SCAN": "0g"}, lob_offset=1), 1465),
+    ],
+    ids=[
+        "missing-row",
+        "not-a-lob",
+        "no-lob-column",
+        "offset-0",
+        "no-amount",
+        "trim-beyond",
+        "bad-hex",
+    ],
+)
+def test_a_lob_piece_that_cannot_apply_fails_its_transaction(
+    piece: dict[str, Any], error_number: int
+) -> None:
+    assert only_error(applied_to_document(piece)).error_number == error_number
+
+
+def test_a_lob_piece_on_a_null_lob_is_ora_22275() -> None:
+    result = reference_apply(
+        apply_settings(destination(DOCUMENT)),
+        [
+            insert("1.1.1", 100, {"ID": "1"}, table=DOCUMENT),
+            lob("LOB WRITE", 101, {"ID": "1", "BODY": "x"}, lob_offset=1),
+            commit("1.1.1", 200),
+        ],
+    )
+    assert only_error(result).error_number == 22275
 
 
 def test_two_commits_at_different_scns_are_refused() -> None:
@@ -1275,11 +1355,13 @@ def test_two_commits_at_different_scns_are_refused() -> None:
 
 LCR_VALIDATOR = jsonschema.Draft202012Validator(LCR_SCHEMA)
 EXPECTED_ERROR_NUMBERS = {1, 904, 1400, 1407, 1438, 1722, 12899, 26687, 26688, 26786, 26787}
+LOB_ERROR_NUMBERS = {932, 21560, 22275, 22926}  # rule 12 (D11)
 
 
 def test_workloads_are_contract_lcrs_that_the_reference_applier_runs_on() -> None:
     seen_errors: set[int] = set()
     seen_outcomes: set[str] = set()
+    lob_pieces_applied = 0
 
     @hypothesis_settings(
         max_examples=200,
@@ -1307,6 +1389,13 @@ def test_workloads_are_contract_lcrs_that_the_reference_applier_runs_on() -> Non
             assert 1 <= error.message_number <= error.message_count == len(error.lcrs)
         if result.aborted:
             assert settings.disable_on_error and len(result.errors) == 1
+        nonlocal lob_pieces_applied
+        lob_pieces_applied += sum(
+            1
+            for lcr in lcrs
+            if lcr["command_type"].startswith("LOB ")
+            and (lcr["source_database_name"], lcr["transaction_id"]) in result.applied_transactions
+        )
         seen_errors.update(error.error_number for error in result.errors)
         seen_outcomes.update(name for name, count in counters.items() if count)
         seen_outcomes.update(["aborted"] if result.aborted else [])
@@ -1317,6 +1406,9 @@ def test_workloads_are_contract_lcrs_that_the_reference_applier_runs_on() -> Non
     # Every conflict error, and most of the others (which ones depends on hypothesis's version).
     assert {1, 26786, 26787} <= seen_errors, seen_errors
     assert len(seen_errors & EXPECTED_ERROR_NUMBERS) >= 8, EXPECTED_ERROR_NUMBERS - seen_errors
+    # LOB pieces (rule 12) on the CLOB/BLOB columns: applied ones, and most of their errors.
+    assert lob_pieces_applied >= 10, lob_pieces_applied
+    assert len(seen_errors & LOB_ERROR_NUMBERS) >= 3, LOB_ERROR_NUMBERS - seen_errors
     assert seen_outcomes >= {
         "applied",
         "ignored",

@@ -183,6 +183,9 @@ FAULTS = {
     ),
     "DELETE": ("unknown_column", "missing_key", "stale_old", "stale_old", "missing_row"),
 }
+# LOB pieces (rule 12) change these columns of TYPED_COLUMNS; a piece is text or hex.
+LOB_COLUMNS = ("BODY", "IMAGE")
+LOB_PIECES = {"BODY": ("x", "abc", "\u00e9t\u00e9"), "IMAGE": ("ff", "0a0b", "00")}
 # Values the generators above never produce: a stale old value always conflicts.
 STALE = {
     "AMOUNT": "555.55",
@@ -372,6 +375,9 @@ class _TransactionWriter:
             return
         spec = draw(st.sampled_from(self.specs))
         rows = self.state.setdefault((self.database, spec.name), {})
+        if rows and any(spec.has(c) for c in LOB_COLUMNS) and _chance(draw, 4):
+            self._lob_piece(spec, rows)
+            return
         operation = draw(st.sampled_from(["INSERT", "INSERT", "UPDATE", "UPDATE", "DELETE"]))
         if not rows:
             operation = "INSERT"
@@ -495,6 +501,61 @@ class _TransactionWriter:
         elif fault == "unknown_column":
             old["NICKNAME"] = "x"
         self._lcr("DELETE", spec.name, old_values=_column_values(old))
+
+    def _lob_piece(self, spec: _TableSpec, rows: dict[int, SourceRow]) -> None:
+        """A LOB WRITE, TRIM or ERASE (rule 12) on a CLOB or BLOB column of a source row,
+        sometimes damaged: a row the destination lacks (26787), an offset of 0 (21560), a trim
+        beyond the length (22926), a column that is not a LOB (00932); a NULL LOB is 22275."""
+        draw = self.draw
+        column = draw(st.sampled_from([c for c in LOB_COLUMNS if spec.has(c)]))
+        key = draw(st.sampled_from(sorted(rows)))
+        row = rows[key]
+        command = draw(st.sampled_from(["LOB WRITE", "LOB WRITE", "LOB TRIM", "LOB ERASE"]))
+        fault = (
+            draw(st.sampled_from(["missing_row", "offset_zero", "trim_beyond", "not_a_lob"]))
+            if _chance(draw, 4)
+            else None
+        )
+        binary = column == "IMAGE"
+        raw = row[column]
+        # The value as a list of units (characters, or byte values), so one code serves both.
+        current: list[Any] | None = (
+            None if raw is None else list(bytes.fromhex(raw)) if binary else list(raw)
+        )
+        filler: Any = 0 if binary else " "
+        length = 0 if current is None else len(current)
+        piece: str | None = None
+        fields: dict[str, Any] = {"lob_information": "LAST_LOB_CHUNK"}
+        updated = current
+        if command == "LOB WRITE":
+            piece = draw(st.sampled_from(LOB_PIECES[column]))
+            offset = 0 if fault == "offset_zero" else draw(st.integers(1, length + 3))
+            fields["lob_offset"] = offset
+            if current is not None and offset > 0:
+                chunk = list(bytes.fromhex(piece)) if binary else list(piece)
+                padded = current + [filler] * max(0, offset - 1 - length)
+                updated = padded[: offset - 1] + chunk + padded[offset - 1 + len(chunk) :]
+        elif command == "LOB TRIM":
+            size = length + 1 if fault == "trim_beyond" else draw(st.integers(0, length))
+            fields["lob_operation_size"] = size
+            updated = None if current is None else current[:size]
+        else:
+            offset = 0 if fault == "offset_zero" else draw(st.integers(1, length + 2))
+            amount = draw(st.integers(1, 4))
+            fields.update(lob_offset=offset, lob_operation_size=amount)
+            if current is not None and offset > 0:
+                begin, end = min(offset - 1, length), min(offset - 1 + amount, length)
+                updated = current[:begin] + [filler] * (end - begin) + current[end:]
+        if fault == "missing_row":
+            missing = [k for k in KEY_SPACE if k not in rows]
+            key = draw(st.sampled_from(missing)) if missing else key
+        image = {c: row[c] for c in spec.key}
+        image["ID"] = _key_text(draw, key)
+        image["NOTE" if fault == "not_a_lob" else column] = piece
+        self._lcr(command, spec.name, new_values=_column_values(image))
+        self.lcrs[-1].update(fields)
+        if key in rows and updated is not None and fault != "not_a_lob":
+            row[column] = bytes(updated).hex() if binary else "".join(updated)
 
     def _missing_row(self, spec: _TableSpec, operation: str, key: int) -> None:
         """An UPDATE or DELETE of a row the source does not have either: ORA-26787."""

@@ -232,3 +232,41 @@ def test_write_jsonl_writes_one_validated_line_per_lcr(tmp_path: Path) -> None:
     lines = path.read_text().splitlines()
     assert [json.loads(line) for line in lines] == [*done.lcrs, hand_written]
     assert done.to_jsonl() == "".join(line + "\n" for line in lines[:2])
+
+
+def test_lob_pieces_name_the_row_by_its_key_and_one_lob_column() -> None:
+    doc = table_definition(
+        "DMS.DOC", {"ID": "NUMBER(6)", "BODY": "NCLOB", "SCAN": "BLOB"}, primary_key=["ID"]
+    )
+    write, trim, erase, blob, _ = (
+        txn(scn=10, tables=doc)
+        .lob_write("DMS.DOC", {"ID": 1}, "BODY", "piece", offset=3)
+        .lob_trim("DMS.DOC", {"ID": 1}, "BODY", size=2)
+        .lob_erase("DMS.DOC", {"ID": 1}, "BODY", offset=1, size=1)
+        .lob_write("DMS.DOC", {"ID": 1}, "SCAN", b"\x0a", offset=1)
+        .commit()
+    )
+
+    assert [lcr["command_type"] for lcr in (write, trim, erase)] == [
+        "LOB WRITE",
+        "LOB TRIM",
+        "LOB ERASE",
+    ]
+    assert values(write, "new_values") == {"ID": ("NUMBER", "1"), "BODY": ("NCLOB", "piece")}
+    assert (write["lob_offset"], write["lob_information"]) == (3, "LAST_LOB_CHUNK")
+    assert values(trim, "new_values")["BODY"] == ("NCLOB", None)
+    assert trim["lob_operation_size"] == 2 and "lob_offset" not in trim
+    assert (erase["lob_offset"], erase["lob_operation_size"]) == (1, 1)
+    assert values(blob, "new_values")["SCAN"] == ("BLOB", "0A")
+    assert "old_values" not in write
+
+
+def test_a_lob_piece_without_declared_types_is_a_clob_for_text_and_a_blob_for_bytes() -> None:
+    text, data, _ = (
+        txn()
+        .lob_write("X.T", {"ID": 1}, "C", "abc", offset=1)
+        .lob_write("X.T", {"ID": 1}, "B", b"\x00", offset=1)
+        .commit()
+    )
+    assert values(text, "new_values")["C"] == ("CLOB", "abc")
+    assert values(data, "new_values")["B"] == ("BLOB", "00")

@@ -42,10 +42,11 @@ from lakeapply.runtime.retry import retry_on_concurrent_modification
 from lakeapply.silver import dictionary
 from lakeapply.silver.components import key_components
 from lakeapply.silver.fold import FOLD_OUTPUT_SCHEMA, FoldPlan, Position, fold_function
+from lakeapply.silver.late import LateInput, find_late_input, late_lcr_errors, processed_before
 from lakeapply.silver.rules import passes_rules
 from lakeapply.silver.settings import ApplySettings, DestinationTable
 from lakeapply.silver.stage import STAGED_COLUMNS, stage_function
-from lakeapply.silver.transactions import assemble_transactions
+from lakeapply.silver.transactions import TRANSACTION_KEY, assemble_transactions
 from lakeapply.silver.transformations import transform_row_lcrs
 
 TXN_APP_ID = "lakeapply-apply"
@@ -61,6 +62,8 @@ STAGE_INPUT_COLUMNS = (
     "command_type",
     "object_owner",
     "object_name",
+    "lob_offset",  # LOB pieces (rule 12)
+    "lob_operation_size",
 )
 CRASH_POINTS = ("plan", "first_merge", "merges", "error_queue", "spill", "progress")
 ABORT_STATUS_CRASH_POINT = "abort_status"  # only reached by a cycle that aborts the apply
@@ -635,6 +638,7 @@ class _CycleInput:
     fold_input: DataFrame
     bounds: dict[str, KeyBounds]
     buckets: int
+    late: LateInput | None = None  # late LCRs and late COMMITs (silver/late.py)
 
 
 @dataclass(frozen=True)
@@ -682,9 +686,11 @@ def apply_cycle(
     fold = _fold_passes(cycle, inputs)
     versions_after, merged = _merge_destinations(cycle, fold.final_rows, inputs.bounds)
     now = datetime.now(UTC).replace(tzinfo=None)
-    processed = _record_outcomes(cycle, inputs, fold, now)
+    processed, late_errors = _record_outcomes(cycle, inputs, fold, now)
     keep = _write_spill(cycle, inputs, processed)
-    totals, watermarks = _record_progress(cycle, inputs, processed, keep, fold, versions_after, now)
+    totals, watermarks = _record_progress(
+        cycle, inputs, processed, keep, fold, versions_after, now, late_errors
+    )
     _commit_cycle(cycle, versions_after, now)
     # After the commit: a resumed cycle must never re-derive an abort that START_APPLY has
     # already cleared. A kill between the two is repaired by _record_an_unrecorded_abort.
@@ -760,8 +766,37 @@ def _read_and_stage(cycle: _Cycle) -> _CycleInput:
         int(spark.conf.get("spark.sql.shuffle.partitions") or 4),
         -(-fold_input.count() // FOLD_ROWS_PER_BUCKET),
     )
+    late = _late_input(cycle, lcrs, transactions, staged)
     cycle.progress("staged")
-    return _CycleInput(lcrs, transactions, committed, messages, staged, fold_input, bounds, buckets)
+    return _CycleInput(
+        lcrs, transactions, committed, messages, staged, fold_input, bounds, buckets, late
+    )
+
+
+def _late_input(
+    cycle: _Cycle, lcrs: DataFrame, transactions: DataFrame, staged: DataFrame
+) -> LateInput:
+    """Input that arrived after the apply passed the point it belonged to (silver/late.py):
+    LCRs of a transaction processed in an earlier cycle, and COMMITs below the low watermark
+    of the cycle before. Both derive from state as of the plan, so a resumed cycle finds the
+    same."""
+    spark, plan = cycle.spark, cycle.plan
+    previous = _previous_progress(spark, cycle.catalog, cycle.settings, plan.cycle_id)
+    processed = processed_before(
+        spark.table(cycle.catalog.apply_table(dictionary.TRANSACTIONS)),
+        cycle.apply_name,
+        plan.cycle_id,
+    )
+    late = find_late_input(
+        spark,
+        lcrs,
+        transactions,
+        processed,
+        staged,
+        {source: row.low_watermark for source, row in previous.items()},
+        ARRIVED,
+    )
+    return LateInput(materialize(late.late_lcr_transactions), late.late_commits)
 
 
 def _fold_passes(cycle: _Cycle, inputs: _CycleInput) -> _FoldOutcome:
@@ -770,16 +805,23 @@ def _fold_passes(cycle: _Cycle, inputs: _CycleInput) -> _FoldOutcome:
     rows are kept, not re-run."""
     settings = cycle.settings
     fold_input, buckets = inputs.fold_input, inputs.buckets
-    failed: dict[tuple[str, str], Any] = {}
+    # A late COMMIT (silver/late.py) fails from the start, with its own error whatever its
+    # LCRs would do; with disable_on_error = Y it stops the apply like any error.
+    late = dict(inputs.late.late_commits) if inputs.late is not None else {}
+    failed: dict[tuple[str, str], Any] = dict(late)
     cut: Position | None = None
+    if settings.disable_on_error and late:
+        cut = min(_position(error) for error in late.values())
     passes = 0
     while True:
         passes += 1
         cycle.progress(f"fold pass {passes}")
-        folded = _run_fold(fold_input, FoldPlan(settings, frozenset(failed), None), buckets)
+        folded = _run_fold(fold_input, FoldPlan(settings, frozenset(failed), cut), buckets)
         folded = materialize(folded)
         errors = _earliest(folded.where(F.col("kind") == "ERROR").collect())
-        failed = {key: errors.get(key, known) for key, known in failed.items()}  # exact state
+        failed = {  # exact state
+            key: known if key in late else errors.get(key, known) for key, known in failed.items()
+        }
         new_failures = sorted(
             (error for key, error in errors.items() if key not in failed), key=_position
         )
@@ -860,9 +902,10 @@ def _before(cut: Position | None) -> Column:
 
 def _record_outcomes(
     cycle: _Cycle, inputs: _CycleInput, fold: _FoldOutcome, now: datetime
-) -> DataFrame:
+) -> tuple[DataFrame, dict[str, int]]:
     """Step 5b: the outcome of every processed transaction (APPLIED, IGNORED, ERROR) and the
-    error queue; returns the processed transactions."""
+    error queue; returns the processed transactions, and per source database the error
+    transactions made of late LCRs (queued, but no transaction of this cycle)."""
     spark, settings, plan = cycle.spark, cycle.settings, cycle.plan
     committed_rows = inputs.committed.select(
         "source_database_name", "transaction_id", "commit_scn", "first_scn", "commit_source_time"
@@ -923,9 +966,23 @@ def _record_outcomes(
         f"{cycle.app}:transactions",
         plan.cycle_id,
     )
-    if fold.failed:  # errors are rare: skip two empty Delta commits in the common case
+    error_rows = processed.where(F.col("outcome") == "ERROR").select(*ERROR_ROW_COLUMNS)
+    messages = inputs.messages
+    late_lcrs = _late_lcr_messages(cycle, inputs)
+    late_errors: dict[str, int] = {}
+    if late_lcrs is not None:  # late LCRs: an error transaction each (silver/late.py)
+        late_rows = late_lcr_errors(late_lcrs).select(*ERROR_ROW_COLUMNS)
+        late_errors = {
+            r.source_database_name: int(r.n)
+            for r in late_rows.groupBy("source_database_name")
+            .agg(F.count(F.lit(1)).alias("n"))
+            .collect()
+        }
+        error_rows = error_rows.unionByName(late_rows)
+        messages = messages.unionByName(late_lcrs.drop("applied_cycle"))
+    if fold.failed or late_lcrs is not None:  # rare: skip two empty Delta commits otherwise
         errors_rows = materialize(
-            processed.where(F.col("outcome") == "ERROR").withColumn(
+            error_rows.withColumn(
                 "local_transaction_id",
                 F.concat_ws(
                     ".",
@@ -942,12 +999,37 @@ def _record_outcomes(
             cycle.app,
             plan.cycle_id,
             now,
-            inputs.messages,
+            messages,
             errors_rows,
         )
     cycle.crash_point("error_queue", "after the error queue")
     cycle.progress("error queue written")
-    return processed
+    return processed, late_errors
+
+
+ERROR_ROW_COLUMNS = (
+    "source_database_name",
+    "transaction_id",
+    "commit_scn",
+    "failing_message",
+    "error_number",
+    "error_message",
+    "message_count",
+)
+
+
+def _late_lcr_messages(cycle: _Cycle, inputs: _CycleInput) -> DataFrame | None:
+    """The messages (D2) of late LCRs, numbered as a transaction's, with the commit SCN and
+    cycle of the transaction they came late for; None when there are none."""
+    if inputs.late is None:
+        return None
+    late = inputs.late.late_lcr_transactions
+    if late.limit(1).count() == 0:
+        return None
+    messages = _messages(inputs.lcrs, late, cycle.settings, cycle.spark).join(
+        late.select(*TRANSACTION_KEY, "applied_cycle"), list(TRANSACTION_KEY)
+    )
+    return materialize(messages) if messages.limit(1).count() else None
 
 
 def _write_spill(cycle: _Cycle, inputs: _CycleInput, processed: DataFrame) -> DataFrame:
@@ -959,6 +1041,13 @@ def _write_spill(cycle: _Cycle, inputs: _CycleInput, processed: DataFrame) -> Da
         .select("source_database_name", "transaction_id")
         .join(processed_keys, ["source_database_name", "transaction_id"], "left_anti")
     )
+    if inputs.late is not None:  # late LCRs leave the spill (for the error queue, or dropped
+        # when the rules filter all of them out: they would never have applied)
+        keep = keep.join(
+            inputs.late.late_lcr_transactions.select(*TRANSACTION_KEY),
+            list(TRANSACTION_KEY),
+            "left_anti",
+        )
     new_spill = inputs.lcrs.join(
         keep, ["source_database_name", "transaction_id"], "left_semi"
     ).select(
@@ -984,6 +1073,7 @@ def _record_progress(
     fold: _FoldOutcome,
     versions_after: dict[str, int],
     now: datetime,
+    late_errors: dict[str, int] | None = None,
 ) -> tuple[dict[str, int], dict[str, int | None]]:
     """Step 5d (rule 9): a progress row per source database, with the watermarks, the oldest
     SCN and the counters; returns the cycle's counters and low watermarks."""
@@ -1039,7 +1129,8 @@ def _record_progress(
             "applied": now_source.applied if now_source else 0,
             "ignored": now_source.ignored if now_source else 0,
             "rolled_back": rolled,
-            "errors": now_source.errors if now_source else 0,
+            # Late LCRs queued as error transactions count as errors too (silver/late.py).
+            "errors": (now_source.errors if now_source else 0) + (late_errors or {}).get(source, 0),
         }
         for name, value in counts.items():
             totals[name] += value

@@ -177,6 +177,8 @@ def _apply_transaction(
                 "command_type": message["command_type"],
                 "old_values": json.loads(message["old_json"]) if message["old_json"] else None,
                 "new_values": json.loads(message["new_json"]) if message["new_json"] else None,
+                "lob_offset": _integer(message.get("lob_offset")),
+                "lob_operation_size": _integer(message.get("lob_operation_size")),
             }
             # A silver table fed by several sources: each source's own settings apply.
             lcr_table = plan.settings.table_for(
@@ -198,6 +200,11 @@ def _apply_transaction(
                 error.text,
             )
     return None
+
+
+def _integer(value: Any) -> int | None:
+    """A nullable long column crosses Arrow as a float (1.0) when the batch holds a NULL."""
+    return None if value is None else int(value)
 
 
 def _changed_rows(

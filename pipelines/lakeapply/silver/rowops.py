@@ -24,6 +24,7 @@ from lakeapply.contract.oracle_types import (
     TypeFamily,
 )
 from lakeapply.contract.table_definitions import ColumnDefinition, TableDefinition
+from lakeapply.silver.lob import LOB_COMMANDS, LOB_TYPES, LobPieceError, apply_piece
 from lakeapply.silver.settings import (
     ConflictResolution,
     DestinationTable,
@@ -282,16 +283,14 @@ ROW_COMMANDS = ("INSERT", "UPDATE", "DELETE")
 def _prepare(table: DestinationTable, lcr: dict[str, Any]) -> _Prepared:
     command = lcr["command_type"]
     definition = table.definition
-    if command not in ROW_COMMANDS:  # LOB WRITE / TRIM / ERASE (rule 12) are not applied yet
-        raise _ora(
-            3001,
-            f"unimplemented feature: {command} on {definition.qualified_name} "
-            "(LOB piecewise changes are not applied yet)",
-        )
+    if command not in ROW_COMMANDS + LOB_COMMANDS:
+        raise ValueError(f"not a row LCR command: {command!r}")
     key_columns = table.effective_key
-    old_image = _image(lcr, "old_values") if command in ("UPDATE", "DELETE") else []  # D5
-    new_image = _image(lcr, "new_values") if command in ("INSERT", "UPDATE") else []
-    key_image = new_image if command == "INSERT" else old_image
+    # D5: a command reads only the images it uses; a LOB piece identifies its row and
+    # names its column in new_values, as an INSERT does (D11).
+    old_image = _image(lcr, "old_values") if command in ("UPDATE", "DELETE") else []
+    new_image = _image(lcr, "new_values") if command not in ("DELETE",) else []
+    key_image = old_image if command in ("UPDATE", "DELETE") else new_image
 
     def where() -> str:  # only built for an error message
         return f"table {definition.qualified_name}, key {_key_text(key_columns, key_image)}"
@@ -316,6 +315,8 @@ def apply_row_lcr(table: DestinationTable, rows: dict[Key, Row], lcr: dict[str, 
     lcr_parts = _prepare(table, lcr)
     if command == "INSERT":
         _insert(table, rows, lcr_parts.new, lcr_parts.key_image)
+    elif command in LOB_COMMANDS:
+        _lob_piece(table, rows, lcr, lcr_parts)
     elif command == "UPDATE":
         _update(table, rows, lcr_parts.old, lcr_parts.new, lcr_parts.old_image, lcr_parts.new_image)
     else:
@@ -525,6 +526,54 @@ def _delete(
     del rows[key]
 
 
+def _lob_piece(
+    table: DestinationTable, rows: dict[Key, Row], lcr: dict[str, Any], lcr_parts: _Prepared
+) -> None:
+    """Rule 12 (D11): a LOB WRITE, TRIM or ERASE changes one LOB column of an existing row.
+    new_values holds the key columns and exactly one other column, the LOB (for WRITE its value
+    is the piece; for TRIM and ERASE it only names the column)."""
+    definition = table.definition
+    command = lcr["command_type"]
+    where = f"key {_key_text(table.effective_key, lcr_parts.key_image)}"
+    targets = [name for name in lcr_parts.new if name not in table.effective_key]
+    if len(targets) != 1:
+        raise _ora(
+            21560,
+            f"argument new_values is null, invalid, or out of range: a {command} names exactly "
+            f"one LOB column besides the key columns (found: {', '.join(targets) or 'none'}), "
+            f"table {definition.qualified_name}, {where}",
+        )
+    column = definition.column(targets[0])
+    if column.oracle_type.name not in LOB_TYPES:
+        raise _ora(
+            932,
+            f"inconsistent datatypes: expected CLOB, NCLOB or BLOB got {column.oracle_type.name}"
+            f": {command} on column {column.name} of table {definition.qualified_name}, {where}",
+        )
+    key = tuple(lcr_parts.new[name] for name in table.effective_key)
+    current = rows.get(key)
+    if current is None:  # rule 7, as for an UPDATE
+        raise _ora(
+            26787,
+            f"The row with {where} does not exist in table {definition.qualified_name}",
+        )
+    try:
+        value = apply_piece(
+            command,
+            current[column.name],
+            lcr_parts.new[column.name],
+            lcr.get("lob_offset"),
+            lcr.get("lob_operation_size"),
+        )
+    except LobPieceError as error:
+        raise ApplyRowError(
+            error.error_number,
+            f"{error.text}, {command} on column {column.name} of table "
+            f"{definition.qualified_name}, {where}",
+        ) from None
+    rows[key] = {**current, column.name: value}
+
+
 # --------------------------------------------------------------------------------------------
 # Keys and the canonical text form values travel in between Spark and Python
 # --------------------------------------------------------------------------------------------
@@ -542,7 +591,7 @@ def lcr_keys(table: DestinationTable, lcr: dict[str, Any]) -> tuple[Key, Key | N
     key_columns = table.effective_key
     definition = table.definition
     try:
-        key_image = _image(lcr, "new_values" if command == "INSERT" else "old_values")
+        key_image = _image(lcr, "old_values" if command in ("UPDATE", "DELETE") else "new_values")
         raw = {v["column_name"]: v["value"] for v in key_image if v["column_name"] in key_columns}
         key = tuple(convert_value(definition.column(c), raw[c]) for c in key_columns)
         if command != "UPDATE":
@@ -564,7 +613,7 @@ def lcr_keys(table: DestinationTable, lcr: dict[str, Any]) -> tuple[Key, Key | N
     # The key cannot be read: the full checks name the error, in apply_row_lcr's order.
     lcr_parts = _prepare(table, lcr)
     old, new = lcr_parts.old, lcr_parts.new
-    if command == "INSERT":
+    if command not in ("UPDATE", "DELETE"):  # INSERT, LOB pieces
         return tuple(new[column] for column in key_columns), None
     key = tuple(old[column] for column in key_columns)
     if command == "UPDATE" and any(column in new for column in key_columns):

@@ -20,10 +20,11 @@ Transactions end with :meth:`~TransactionBuilder.commit` or :meth:`~TransactionB
 :meth:`~TransactionBuilder.open` takes the LCRs added so far without an end (land them, apply, and
 commit the same builder later: the apply keeps them in its spill meanwhile).
 
-Row LCRs only (INSERT, UPDATE, DELETE) and COMMIT/ROLLBACK. There are no builders for DDL LCRs or
-piecewise LOB LCRs (LOB WRITE/ERASE/TRIM) yet, because the engine does not apply them: DDL is kept
-in bronze but not applied to silver, and a LOB piece sends its transaction to the error queue
-(ORA-03001). A test that needs one can land a hand-written contract dict (see the LCR contract).
+Row LCRs (INSERT, UPDATE, DELETE), piecewise LOB LCRs (:meth:`~TransactionBuilder.lob_write`,
+:meth:`~TransactionBuilder.lob_trim`, :meth:`~TransactionBuilder.lob_erase`) and COMMIT/ROLLBACK.
+There is no builder for DDL LCRs yet, because the engine does not apply them (DDL is kept in
+bronze but not applied to silver); a test that needs one can land a hand-written contract dict
+(see the LCR contract).
 
 SCNs: a transaction started with ``scn=N`` numbers its LCRs N, N+1, ... and its COMMIT gets the
 next one. Without ``scn`` the transaction draws SCNs from a shared :class:`ScnClock` at the moment
@@ -473,6 +474,96 @@ class TransactionBuilder:
         row = {**(values or {}), **columns}
         self._row("DELETE", table, scn, old_values=self._columns(table, row, types))
         return self
+
+    # --- piecewise LOB LCRs (rule 12) -------------------------------------------------------------
+    def _lob(
+        self,
+        command_type: str,
+        table: str,
+        key: Mapping[str, Any],
+        column: str,
+        piece: Any,
+        types: TypesByColumn | None,
+        scn: int | None,
+        **fields: Any,
+    ) -> TransactionBuilder:
+        """new_values: the key columns and the LOB column (whose value is the piece, or NULL for
+        TRIM and ERASE). A LOB column's type: declared, else BLOB for bytes and CLOB otherwise."""
+        if isinstance(piece, Typed):
+            lob_type = oracle_data_type(piece.data_type)
+            piece = piece.value
+        else:
+            declared = self._declared_type(table, column, types)
+            lob_type = declared or ("BLOB" if isinstance(piece, bytes | bytearray) else "CLOB")
+        values = self._columns(table, key, types)
+        values.append(
+            {"column_name": column, "data_type": lob_type, "value": _value_text(lob_type, piece)}
+        )
+        self._row(command_type, table, scn, new_values=values, **fields)
+        return self
+
+    def lob_write(
+        self,
+        table: str,
+        key: Mapping[str, Any],
+        column: str,
+        piece: str | bytes | Typed,
+        *,
+        offset: int,
+        types: TypesByColumn | None = None,
+        scn: int | None = None,
+    ) -> TransactionBuilder:
+        """LOB WRITE: ``piece`` (text for a CLOB/NCLOB, bytes for a BLOB) written into ``column``
+        of the row ``key`` names, at the 1-based ``offset`` (characters, or bytes)."""
+        return self._lob(
+            "LOB WRITE",
+            table,
+            key,
+            column,
+            piece,
+            types,
+            scn,
+            lob_information="LAST_LOB_CHUNK",
+            lob_offset=offset,
+        )
+
+    def lob_trim(
+        self,
+        table: str,
+        key: Mapping[str, Any],
+        column: str,
+        *,
+        size: int,
+        types: TypesByColumn | None = None,
+        scn: int | None = None,
+    ) -> TransactionBuilder:
+        """LOB TRIM: ``column`` of the row ``key`` names cut to ``size`` characters or bytes."""
+        return self._lob("LOB TRIM", table, key, column, None, types, scn, lob_operation_size=size)
+
+    def lob_erase(
+        self,
+        table: str,
+        key: Mapping[str, Any],
+        column: str,
+        *,
+        offset: int,
+        size: int,
+        types: TypesByColumn | None = None,
+        scn: int | None = None,
+    ) -> TransactionBuilder:
+        """LOB ERASE: ``size`` characters (spaces) or bytes (zeros) of ``column`` overwritten
+        from the 1-based ``offset``; the length does not change."""
+        return self._lob(
+            "LOB ERASE",
+            table,
+            key,
+            column,
+            None,
+            types,
+            scn,
+            lob_offset=offset,
+            lob_operation_size=size,
+        )
 
     # --- ends -------------------------------------------------------------------------------------
     def _take(self, state: TransactionState, commit_scn: int | None) -> Transaction:
