@@ -417,14 +417,33 @@ def generate(
     required=True,
     help="Folder of .jsonl / .jsonl.gz LCR files (searched recursively).",
 )
+@click.option(
+    "--format",
+    "capture_format",
+    type=click.Choice(["lcr-json", "ogg-json", "debezium-json"]),
+    default="lcr-json",
+    show_default=True,
+    help="What the files hold: lakeapply's LCR lines, GoldenGate for Big Data JSON "
+    "(operation model), or Debezium Oracle connector events (README: Capture formats).",
+)
+@click.option(
+    "--source-database",
+    default=None,
+    help="The source database (lakeapply.yml's source_database) of every record; needed for "
+    "GoldenGate two-part table names, and overrides what a record names.",
+)
 @click.pass_obj
-def ingest(obj: CliContext, landing: Path) -> None:
+def ingest(
+    obj: CliContext, landing: Path, capture_format: str, source_database: str | None
+) -> None:
     """Land new LCR lines into bronze, exactly once (bad lines go to the quarantine)."""
+    from lakeapply.bronze.formats import CaptureFormat
     from lakeapply.bronze.ingest import ingest as run_ingest
 
+    fmt = CaptureFormat(capture_format, source_database)
     spark = _spark(obj)
     with progress_steps("ingesting") as step:
-        report = run_ingest(spark, _catalog(obj), landing, progress=step)
+        report = run_ingest(spark, _catalog(obj), landing, progress=step, capture_format=fmt)
     if report.batch_id is None:
         click.echo("nothing new to ingest")
         return
