@@ -436,7 +436,11 @@ _ADAPTER_ONLY = ("txn_database", "txn_id", "txn_commit_scn", "txn_scn", "pending
 
 
 def classify_landed_lines(
-    spark: SparkSession, catalog: Catalog, lines: DataFrame, capture_format: CaptureFormat
+    spark: SparkSession,
+    catalog: Catalog,
+    lines: DataFrame,
+    capture_format: CaptureFormat,
+    batch_id: int,
 ) -> DataFrame:
     """Line rows (``read_planned_lines``) -> classified rows (``classify_lines``) with
     ``raw_line`` (what lands as the raw text) and ``lcr_index`` (0 for a line's first LCR).
@@ -451,7 +455,9 @@ def classify_landed_lines(
     )
     classified = _whole_lines(classify_lines(adapted.where(~F.col("pending_commit"))))
     if capture_format.name == DEBEZIUM_JSON:
-        resolved = _resolve_end_events(spark, catalog, adapted.where("pending_commit"), classified)
+        resolved = _resolve_end_events(
+            spark, catalog, adapted.where("pending_commit"), classified, batch_id
+        )
         classified = classified.unionByName(classify_lines(resolved))
     return classified.drop(*_ADAPTER_ONLY, "pending_commit")
 
@@ -476,13 +482,19 @@ def _whole_lines(classified: DataFrame) -> DataFrame:
 
 
 def _resolve_end_events(
-    spark: SparkSession, catalog: Catalog, pending: DataFrame, classified: DataFrame
+    spark: SparkSession,
+    catalog: Catalog,
+    pending: DataFrame,
+    classified: DataFrame,
+    batch_id: int,
 ) -> DataFrame:
     """Debezium END events -> COMMIT lines at the transaction's commit SCN.
 
     An END event has no SCN: the commit SCN is the highest ``commit_scn`` (else ``scn``) of the
     transaction's change events that are valid and landed in this batch or an earlier one. Until
-    ``event_count`` of them have landed the END event is quarantined (never a partial commit)."""
+    ``event_count`` of them have landed the END event is quarantined (never a partial commit).
+    Earlier batches only: the batch's own rows may already be in bronze (a resumed batch, or
+    this plan recomputed after the LCR append), and counting them twice would commit early."""
     keys = pending.select(
         F.col("txn_database").alias("_db"), F.col("txn_id").alias("_tx")
     ).distinct()
@@ -496,7 +508,7 @@ def _resolve_end_events(
     )
     before = (
         spark.table(catalog.bronze_table(LCR_TABLE))
-        .where(F.col("lcr_kind") != "DIRECTIVE")
+        .where((F.col("lcr_kind") != "DIRECTIVE") & (F.col("ingest_batch_id") < batch_id))
         .select(
             F.col("source_database_name").alias("_db"),
             F.col("transaction_id").alias("_tx"),
@@ -625,7 +637,7 @@ def ingest(
 
     progress(f"reading {len(plan)} files")
     lines = classify_landed_lines(
-        spark, catalog, read_planned_lines(spark, plan), capture_format
+        spark, catalog, read_planned_lines(spark, plan), capture_format, batch_id
     ).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         stats = (

@@ -315,3 +315,20 @@ def test_debezium_files_land_end_events_as_commits_and_apply_committed_transacti
         (Decimal(1004), "anne@example.com"),
         (Decimal(1006), "ed@walker.com"),
     }
+
+    # 7.1.1's END arrives in a later batch: its COMMIT takes the SCN of the change landed before
+    end = {"status": "END", "id": "7.1.1", "event_count": 1, "data_collections": None}
+    (lakeapply.landing / "late_end.jsonl").write_text(json.dumps(end) + "\n")
+    ingest(
+        spark,
+        lakeapply.catalog,
+        lakeapply.landing,
+        capture_format=CaptureFormat("debezium-json", "ORCLPDB1"),
+    )
+    lakeapply.apply()
+
+    late = lakeapply.bronze().where("transaction_id = '7.1.1' AND command_type = 'COMMIT'")
+    assert [r.scn for r in late.collect()] == [2126001]
+    assert (Decimal(1007), "open@example.com") in {
+        (r.ID, r.EMAIL) for r in lakeapply.silver(CUSTOMERS.qualified_name).collect()
+    }
