@@ -241,7 +241,7 @@ def test_goldengate_files_land_whole_lines_and_apply_committed_transactions(
     )
     lakeapply.apply()
 
-    assert (report.lines, report.bronze_rows, report.quarantined_rows) == (8, 7, 3)
+    assert (report.lines, report.bronze_rows, report.quarantined_rows) == (9, 7, 4)
     assert _quarantine(lakeapply) == [
         (
             "ogg_bad.jsonl",
@@ -261,6 +261,13 @@ def test_goldengate_files_land_whole_lines_and_apply_committed_transactions(
             "xid",
             "ogg-json: field 'xid' must be a transaction id usn.slot.sqn (e.g. 6.28.807) or a "
             '16-digit hex XID (e.g. 02000a0037030000), got "not-a-xid"',
+        ),
+        (  # the contract rejects the change: its line, COMMIT included, lands nothing
+            "ogg_bad.jsonl",
+            4,
+            "new_values",
+            "new_values[0].column_name must be a non-empty identifier (1-128 characters, no "
+            'control characters or double quotes), got A"B',
         ),
     ]
     raw = {r.raw_lcr for r in lakeapply.bronze().collect()}
