@@ -467,26 +467,45 @@ def generate(
     required=True,
     help="Folder of .jsonl / .jsonl.gz LCR files (searched recursively).",
 )
+@click.option(
+    "--format",
+    "capture_format",
+    type=click.Choice(["lcr-json", "ogg-json", "debezium-json"]),
+    default="lcr-json",
+    show_default=True,
+    help="What the files hold: lakeapply's LCR lines, GoldenGate for Big Data JSON "
+    "(operation model), or Debezium Oracle connector events (README: Capture formats).",
+)
+@click.option(
+    "--source-database",
+    default=None,
+    help="The source database (lakeapply.yml's source_database) of every record; needed for "
+    "GoldenGate two-part table names, and overrides what a record names.",
+)
 @stream_options
 @click.pass_obj
 def ingest(
     obj: CliContext,
     landing: Path,
+    capture_format: str = "lcr-json",
+    source_database: str | None = None,
     stream: bool = False,
     trigger: str = "available-now",
     checkpoint: str | None = None,
     max_batches: int | None = None,
 ) -> None:
     """Land new LCR lines into bronze, exactly once (bad lines go to the quarantine)."""
+    from lakeapply.bronze.formats import CaptureFormat
     from lakeapply.bronze.ingest import ingest as run_ingest
 
     _check_stream_options(stream, trigger, checkpoint, max_batches)
+    fmt = CaptureFormat(capture_format, source_database)
     if stream:
-        _stream_ingest(obj, landing, (trigger, checkpoint, max_batches))
+        _stream_ingest(obj, landing, fmt, (trigger, checkpoint, max_batches))
         return
     spark = _spark(obj)
     with progress_steps("ingesting") as step:
-        report = run_ingest(spark, _catalog(obj), landing, progress=step)
+        report = run_ingest(spark, _catalog(obj), landing, progress=step, capture_format=fmt)
     if report.batch_id is None:
         click.echo("nothing new to ingest")
         return
@@ -916,7 +935,9 @@ def _describe_ingest(report: Any) -> str:
     )
 
 
-def _stream_ingest(obj: CliContext, landing: Path, settings_args: tuple[Any, ...]) -> None:
+def _stream_ingest(
+    obj: CliContext, landing: Path, capture_format: Any, settings_args: tuple[Any, ...]
+) -> None:
     from lakeapply.runtime.streaming import stream_ingest
 
     spark = _spark(obj)
@@ -927,7 +948,15 @@ def _stream_ingest(obj: CliContext, landing: Path, settings_args: tuple[Any, ...
             log_line(_describe_ingest(result))
 
     with progress_steps(f"streaming ingest ({settings.trigger})") as step:
-        done = stream_ingest(spark, _catalog(obj), landing, settings, step, on_report=report)
+        done = stream_ingest(
+            spark,
+            _catalog(obj),
+            landing,
+            settings,
+            step,
+            on_report=report,
+            capture_format=capture_format,
+        )
     click.echo(
         f"stream stopped ({done.stopped_by or settings.trigger}): {len(done.micro_batches)} "
         f"micro-batches, {sum(r.lines for r in done.ingest_reports)} lines ingested"

@@ -43,3 +43,13 @@ class ApplyAbortedError(ApplyError):
 
 class ConcurrentModificationError(LakeapplyError):
     """Another writer kept committing to the same Delta table; retries did not get through."""
+
+
+class CaptureRecordError(LakeapplyError):
+    """One capture-format record (GoldenGate, Debezium) cannot become contract LCRs. Never reaches
+    the user: the ingest quarantines the line with ``field`` and the message as its reason."""
+
+    def __init__(self, field: str | None, reason: str) -> None:
+        super().__init__(reason)
+        self.field = field
+        self.reason = reason

@@ -26,14 +26,21 @@ import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from lakeapply.bronze.formats import (
+    ADAPTER_COLUMNS,
+    DEBEZIUM_JSON,
+    CaptureFormat,
+    adapt_batches,
+)
 from lakeapply.bronze.lines import (
     LandingLine,
     fingerprint,
@@ -58,6 +65,7 @@ log = logging.getLogger(__name__)
 
 LANDING_SUFFIXES = (".jsonl", ".jsonl.gz")
 TXN_APP_ID = "lakeapply-ingest"
+LCR_LINES = CaptureFormat()  # the default: lakeapply's own LCR lines
 
 ProgressCallback = Callable[[str], None]
 
@@ -82,7 +90,9 @@ class PlannedFile:
 class FileResult:
     source_file: str
     end_offset: int
-    lines: int  # bronze_rows + quarantined_rows (a file that cannot be read counts as one)
+    # Complete lines read. lcr-json: bronze_rows + quarantined_rows (a file that cannot be read
+    # counts as one). A capture format's line lands one or more LCRs, or one quarantine row.
+    lines: int
     bronze_rows: int
     quarantined_rows: int
     file_version: int = 1
@@ -389,13 +399,18 @@ def read_planned_lines(spark: SparkSession, plan: list[PlannedFile]) -> DataFram
     return files.mapInPandas(_lines_of_files, LINES_SCHEMA)
 
 
+def _raw(classified: DataFrame) -> str:
+    """The landed text: the capture record for an adapted line, else the line itself."""
+    return "raw_line" if "raw_line" in classified.columns else "line"
+
+
 def bronze_rows(classified: DataFrame, batch_id: int, ingested_at: datetime) -> DataFrame:
     valid = classified.where(F.col("reason").isNull())
     lcr_columns = [F.col("lcr")[f.name].alias(bronze_column_name(f.name)) for f in LCR_FIELDS]
     return valid.select(
         *lcr_columns,
         lcr_kind(F.col("lcr.command_type")).alias("lcr_kind"),
-        F.col("line").alias("raw_lcr"),
+        F.col(_raw(classified)).alias("raw_lcr"),
         "source_file",
         "line_number",
         "byte_offset",
@@ -406,7 +421,7 @@ def bronze_rows(classified: DataFrame, batch_id: int, ingested_at: datetime) -> 
 
 def _quarantine_rows(classified: DataFrame, batch_id: int, ingested_at: datetime) -> DataFrame:
     return classified.where(F.col("reason").isNotNull()).select(
-        F.col("line").alias("raw_line"),
+        F.col(_raw(classified)).alias("raw_line"),
         "field",
         "reason",
         "source_file",
@@ -414,6 +429,133 @@ def _quarantine_rows(classified: DataFrame, batch_id: int, ingested_at: datetime
         "byte_offset",
         F.lit(batch_id).cast("long").alias("ingest_batch_id"),
         F.lit(ingested_at).alias("ingested_at"),
+    )
+
+
+_ADAPTER_ONLY = ("txn_database", "txn_id", "txn_commit_scn", "txn_scn", "pending_event_count")
+
+
+def classify_landed_lines(
+    spark: SparkSession,
+    catalog: Catalog,
+    lines: DataFrame,
+    capture_format: CaptureFormat,
+    batch_id: int,
+) -> DataFrame:
+    """Line rows (``read_planned_lines``) -> classified rows (``classify_lines``) with
+    ``raw_line`` (what lands as the raw text) and ``lcr_index`` (0 for a line's first LCR).
+
+    For a capture format the adapter turns each line into LCR lines first; a line whose LCRs
+    are not all valid is quarantined once, with the first reason, and lands none of them."""
+    if capture_format.is_contract:
+        return classify_lines(lines).withColumns({"raw_line": F.col("line"), "lcr_index": F.lit(0)})
+    adapted = lines.mapInPandas(
+        partial(adapt_batches, fmt=capture_format, line_columns=lines.columns),
+        f"{LINES_SCHEMA}, {ADAPTER_COLUMNS}",
+    )
+    classified = _whole_lines(classify_lines(adapted.where(~F.col("pending_commit"))))
+    if capture_format.name == DEBEZIUM_JSON:
+        resolved = _resolve_end_events(
+            spark, catalog, adapted.where("pending_commit"), classified, batch_id
+        )
+        classified = classified.unionByName(classify_lines(resolved))
+    return classified.drop(*_ADAPTER_ONLY, "pending_commit")
+
+
+def _whole_lines(classified: DataFrame) -> DataFrame:
+    """A line lands all its LCRs or none: the first problem (by lcr_index) of any LCR of the
+    line quarantines the line once (its lcr_index 0 row) and drops its other rows."""
+    line = Window.partitionBy("source_file", "line_number")
+    problem = F.min(
+        F.when(
+            F.col("reason").isNotNull(),
+            F.struct(F.col("lcr_index"), F.col("field").alias("f"), F.col("reason").alias("r")),
+        )
+    ).over(line)
+    return (
+        classified.withColumn("_problem", problem)
+        .where(F.col("_problem").isNull() | (F.col("lcr_index") == 0))
+        .withColumn("field", F.coalesce(F.col("_problem.f"), F.col("field")))
+        .withColumn("reason", F.coalesce(F.col("_problem.r"), F.col("reason")))
+        .drop("_problem")
+    )
+
+
+def _resolve_end_events(
+    spark: SparkSession,
+    catalog: Catalog,
+    pending: DataFrame,
+    classified: DataFrame,
+    batch_id: int,
+) -> DataFrame:
+    """Debezium END events -> COMMIT lines at the transaction's commit SCN.
+
+    An END event has no SCN: the commit SCN is the highest ``commit_scn`` (else ``scn``) of the
+    transaction's change events that are valid and landed in this batch or an earlier one. Until
+    ``event_count`` of them have landed the END event is quarantined (never a partial commit).
+    Earlier batches only: the batch's own rows may already be in bronze (a resumed batch, or
+    this plan recomputed after the LCR append), and counting them twice would commit early."""
+    keys = pending.select(
+        F.col("txn_database").alias("_db"), F.col("txn_id").alias("_tx")
+    ).distinct()
+    in_batch = classified.where(
+        F.col("reason").isNull() & F.col("txn_id").isNotNull() & F.col("txn_scn").isNotNull()
+    ).select(
+        F.col("txn_database").alias("_db"),
+        F.col("txn_id").alias("_tx"),
+        F.col("txn_commit_scn").alias("_commit_scn"),
+        F.col("txn_scn").alias("_scn"),
+    )
+    before = (
+        spark.table(catalog.bronze_table(LCR_TABLE))
+        .where((F.col("lcr_kind") != "DIRECTIVE") & (F.col("ingest_batch_id") < batch_id))
+        .select(
+            F.col("source_database_name").alias("_db"),
+            F.col("transaction_id").alias("_tx"),
+            F.col("commit_scn").alias("_commit_scn"),
+            F.col("scn").alias("_scn"),
+        )
+    )
+    landed = (
+        in_batch.unionByName(before)
+        .join(keys, ["_db", "_tx"], "left_semi")
+        .groupBy("_db", "_tx")
+        .agg(
+            F.coalesce(F.max("_commit_scn"), F.max("_scn")).alias("_commit"),
+            F.count(F.lit(1)).alias("_landed"),
+        )
+    )
+    joined = pending.join(
+        landed,
+        (F.col("txn_database") == F.col("_db")) & (F.col("txn_id") == F.col("_tx")),
+        "left",
+    )
+    landed_count = F.coalesce(F.col("_landed"), F.lit(0))
+    complete = F.col("_commit").isNotNull() & (
+        F.col("pending_event_count").isNull() | (landed_count >= F.col("pending_event_count"))
+    )
+    waiting = F.format_string(
+        "debezium-json: END event of transaction %s: %d of its %s change events have landed "
+        "(in this ingest batch or before), so it cannot commit yet; land the transaction topic "
+        "after the data topics",
+        F.col("txn_id"),
+        landed_count,
+        F.coalesce(F.col("pending_event_count").cast("string"), F.lit("(unknown)")),
+    )
+    with_scn = F.concat(
+        F.lit('{"scn":'), F.col("_commit").cast("string"), F.lit(","), F.expr("substring(line, 2)")
+    )
+    return joined.select(
+        *[
+            F.when(complete, with_scn).otherwise(F.col("raw_line")).alias(c)
+            if c == "line"
+            else F.when(complete, F.lit(None).cast("string")).otherwise(waiting).alias(c)
+            if c == "read_problem"
+            else F.when(complete, F.lit(None).cast("string")).otherwise(F.lit("id")).alias(c)
+            if c == "read_problem_field"
+            else F.col(c)
+            for c in pending.columns
+        ]
     )
 
 
@@ -467,9 +609,12 @@ def ingest(
     landing: Path,
     progress: ProgressCallback = lambda _: None,
     crash_after: str | None = None,
+    capture_format: CaptureFormat = LCR_LINES,
 ) -> IngestReport:
-    """Ingest what is new in ``landing`` (see the module docstring). ``crash_after`` is for tests:
-    one of ``plan``, ``lcr``, ``quarantine`` raises SimulatedCrash after that step."""
+    """Ingest what is new in ``landing`` (see the module docstring). ``capture_format`` says what
+    the files hold (default: lakeapply's LCR lines; see ``lakeapply.bronze.formats``).
+    ``crash_after`` is for tests: one of ``plan``, ``lcr``, ``quarantine`` raises SimulatedCrash
+    after that step."""
     ensure_bronze_tables(spark, catalog)
     log_table = catalog.bronze_table(INGEST_LOG_TABLE)
     unfinished = _unfinished_batch(spark, catalog)
@@ -491,12 +636,14 @@ def ingest(
         raise SimulatedCrash("after plan")
 
     progress(f"reading {len(plan)} files")
-    lines = classify_lines(read_planned_lines(spark, plan)).persist(StorageLevel.MEMORY_AND_DISK)
+    lines = classify_landed_lines(
+        spark, catalog, read_planned_lines(spark, plan), capture_format, batch_id
+    ).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         stats = (
             lines.groupBy("source_file")
             .agg(
-                F.count(F.lit(1)).alias("lines"),
+                F.count(F.when(F.col("lcr_index") == 0, 1)).alias("lines"),
                 F.max(F.col("byte_offset") + F.col("line_bytes")).alias("end_offset"),
                 F.count(F.when(F.col("reason").isNull(), 1)).alias("bronze_rows"),
                 F.count(F.when(F.col("reason").isNotNull(), 1)).alias("quarantined_rows"),

@@ -165,11 +165,17 @@ def classify_lines(lines: DataFrame) -> DataFrame:
     is_ddl = command.isin(*DDL_COMMANDS)
 
     # (condition, field, reason) in the order a reader would check them; the first match wins.
-    checks: list[tuple[Column, str | None, Column]] = []
+    checks: list[tuple[Column, str | Column | None, Column]] = []
     if "read_problem" in lines.columns:
         # Set by the reader (lakeapply.bronze.lines): bytes that are not UTF-8, a file that
         # cannot be decompressed. It says more than any JSON check could.
-        checks.append((F.col("read_problem").isNotNull(), None, F.col("read_problem")))
+        # A capture-format adapter (lakeapply.bronze.formats) also names the offending field.
+        problem_field = (
+            F.col("read_problem_field")
+            if "read_problem_field" in lines.columns
+            else F.lit(None).cast("string")
+        )
+        checks.append((F.col("read_problem").isNotNull(), problem_field, F.col("read_problem")))
     checks += [
         (F.trim(F.col("line")) == "", None, F.lit("empty line")),
         (
@@ -290,7 +296,10 @@ def classify_lines(lines: DataFrame) -> DataFrame:
     field_column: Column = F.lit(None).cast("string")
     reason_column: Column = F.lit(None).cast("string")
     for condition, offending_field, reason in reversed(checks):
-        field_column = F.when(condition, F.lit(offending_field)).otherwise(field_column)
+        field_value = (
+            offending_field if isinstance(offending_field, Column) else F.lit(offending_field)
+        )
+        field_column = F.when(condition, field_value).otherwise(field_column)
         reason_column = F.when(condition, reason).otherwise(reason_column)
     return parsed.withColumn("field", field_column).withColumn("reason", reason_column).drop("raw")
 

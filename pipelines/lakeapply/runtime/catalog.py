@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
@@ -124,7 +125,11 @@ def schema_needs_column_mapping(schema: T.StructType) -> bool:
 
 
 def ensure_delta_table(
-    spark: SparkSession, qualified_name: str, schema: T.StructType, comment: str = ""
+    spark: SparkSession,
+    qualified_name: str,
+    schema: T.StructType,
+    comment: str = "",
+    keep_not_null: bool = False,
 ) -> None:
     """Create an empty Delta table with ``schema`` unless it exists.
 
@@ -134,12 +139,28 @@ def ensure_delta_table(
     leaves a directory at the table's location that is not a table the metastore knows; it is
     removed first when it holds no data (no committed version, or committed versions that never
     added a file), and a clear error names it otherwise.
+
+    ``keep_not_null``: the schema's NOT NULL columns are NOT NULL in the Delta table (a
+    DataFrame write would make every column nullable), so readers outside Spark (delta-rs,
+    DuckDB) see them and Delta rejects a NULL written into one.
     """
     if spark.catalog.tableExists(qualified_name):
         return
     location = _managed_location(spark, qualified_name)
     if location is not None:
         remove_interrupted_creation(location, qualified_name)
+    if keep_not_null and any(not field.nullable for field in schema.fields):
+        builder = (
+            DeltaTable.createIfNotExists(spark)
+            .tableName(qualified_name)
+            .addColumns(schema)
+            .comment(comment)
+        )
+        if schema_needs_column_mapping(schema):
+            for key, value in COLUMN_MAPPING_OPTIONS.items():
+                builder = builder.property(key, value)
+        builder.execute()
+        return
     writer = (
         spark.createDataFrame([], schema)
         .write.format("delta")

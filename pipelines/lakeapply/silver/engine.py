@@ -112,7 +112,10 @@ def ensure_destination_tables(
     ensure_database(spark, catalog.database(catalog.silver))
     for table in settings.tables:
         ensure_delta_table(
-            spark, catalog.silver_table(table.silver_table), table.definition.spark_schema()
+            spark,
+            catalog.silver_table(table.silver_table),
+            table.definition.spark_schema(),
+            keep_not_null=True,
         )
 
 
