@@ -428,8 +428,8 @@ class LakeapplyHarness:
 
     def silver_schema(self, table: str) -> T.StructType:
         """The silver table's schema as :meth:`silver` returns it (no column metadata). Before
-        the table exists (no apply yet): its definition's types, every column nullable, which
-        is what Delta makes of a table created from a DataFrame."""
+        the table exists (no apply yet): its definition's types and NOT NULL columns (key
+        columns and columns declared NOT NULL), which is how the apply creates it."""
         name = self.silver_table_name(table)
         qualified = self.catalog.silver_table(name)
         if self.spark.catalog.tableExists(qualified):
@@ -438,7 +438,7 @@ class LakeapplyHarness:
             if destination_table.silver_table == name:
                 return T.StructType(
                     [
-                        T.StructField(f.name, f.dataType, True)
+                        T.StructField(f.name, f.dataType, f.nullable)
                         for f in destination_table.definition.spark_schema().fields
                     ]
                 )
