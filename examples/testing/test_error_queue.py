@@ -56,7 +56,9 @@ def test_an_error_transaction_applies_when_re_executed_after_the_fix(
     )
     # The fix: the row the update expects, written straight into the silver table.
     silver = lakeapply.catalog.silver_table(lakeapply.silver_table_name("BANK.ACCOUNT"))
-    lakeapply.expected("BANK.ACCOUNT", [(2, 50)]).write.mode("append").saveAsTable(silver)
+    lakeapply.expected("BANK.ACCOUNT", [(2, 50)]).write.format("delta").mode("append").saveAsTable(
+        silver
+    )
 
     result = lakeapply.execute_error(lakeapply.local_transaction_id("8.1.100"))
 
