@@ -1,9 +1,8 @@
 """An error transaction: a DELETE of a row that does not exist fails (ORA-26787), its whole
 transaction goes to the error queue (DBA_APPLY_ERROR), and with ``disable_on_error=N`` the apply
-carries on with the transactions after it.
-
-Re-executing the queued transaction (DBMS_APPLY_ADM.EXECUTE_ERROR) is not built yet, so there is
-no example of it here.
+carries on with the transactions after it. Then the operator's loop: fix the cause, re-execute
+the queued transaction (DBMS_APPLY_ADM.EXECUTE_ERROR, ``lakeapply admin execute-error``), and the
+queue is empty.
 """
 
 from __future__ import annotations
@@ -44,3 +43,29 @@ def test_a_failing_transaction_waits_in_the_error_queue_and_the_rest_applies(
         [("7.2.200", 26787)], "source_transaction_id string, error_number long"
     )
     assert_df_equality(errors, expected_errors, ignore_nullable=True)
+
+
+def test_an_error_transaction_applies_when_re_executed_after_the_fix(
+    lakeapply: LakeapplyHarness,
+) -> None:
+    lakeapply.configure(apply_settings(ACCOUNT, disable_on_error=False))
+    lakeapply.run(
+        lakeapply.txn(transaction_id="8.1.100")
+        .update("BANK.ACCOUNT", old={"ID": 2, "BALANCE": 50}, new={"BALANCE": 75})
+        .commit(),
+    )
+    # The fix: the row the update expects, written straight into the silver table.
+    silver = lakeapply.catalog.silver_table(lakeapply.silver_table_name("BANK.ACCOUNT"))
+    lakeapply.expected("BANK.ACCOUNT", [(2, 50)]).write.format("delta").mode("append").saveAsTable(
+        silver
+    )
+
+    result = lakeapply.execute_error(lakeapply.local_transaction_id("8.1.100"))
+
+    assert result.succeeded
+    assert_df_equality(
+        lakeapply.silver("BANK.ACCOUNT"),
+        lakeapply.expected("BANK.ACCOUNT", [(2, 75)]),
+        ignore_row_order=True,
+    )
+    assert lakeapply.error_queue().count() == 0

@@ -27,7 +27,7 @@ import click
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from lakeapply.errors import ApplyAbortedError, LakeapplyError
+from lakeapply.errors import ApplyAbortedError, ApplyError, LakeapplyError
 
 console = Console(stderr=True)
 
@@ -729,6 +729,61 @@ def start_apply_command(obj: CliContext, apply_name: str) -> None:
 def stop_apply_command(obj: CliContext, apply_name: str) -> None:
     """STOP_APPLY."""
     _admin_call(obj, "stop_apply", apply_name)
+
+
+@admin_group.command("execute-error")
+@click.argument("apply_name")
+@click.argument("local_transaction_id")
+@click.pass_obj
+def execute_error_command(obj: CliContext, apply_name: str, local_transaction_id: str) -> None:
+    """EXECUTE_ERROR: re-execute one error transaction (DBA_APPLY_ERROR.LOCAL_TRANSACTION_ID)."""
+    from lakeapply.silver import admin
+
+    result = admin.execute_error(_spark(obj), _catalog(obj), apply_name, local_transaction_id)
+    if not result.succeeded:
+        raise ApplyError(
+            f"error transaction {local_transaction_id} failed again and stays in the error "
+            f"queue: ORA-{result.error_number:05d}: {result.error_message}"
+        )
+    click.echo(f"EXECUTE_ERROR done: {local_transaction_id} applied")
+
+
+@admin_group.command("execute-all-errors")
+@click.argument("apply_name")
+@click.pass_obj
+def execute_all_errors_command(obj: CliContext, apply_name: str) -> None:
+    """EXECUTE_ALL_ERRORS: re-execute every error transaction, in commit-SCN order."""
+    from lakeapply.silver import admin
+
+    results = admin.execute_all_errors(_spark(obj), _catalog(obj), apply_name)
+    for result in results:
+        outcome = (
+            "applied"
+            if result.succeeded
+            else f"failed again: ORA-{result.error_number:05d}: {result.error_message}"
+        )
+        click.echo(f"{result.local_transaction_id}: {outcome}")
+    failed = sum(1 for result in results if not result.succeeded)
+    if failed:
+        raise ApplyError(f"{failed} of {len(results)} error transaction(s) stay in the error queue")
+    click.echo(f"EXECUTE_ALL_ERRORS done: {len(results)} applied")
+
+
+@admin_group.command("delete-error")
+@click.argument("apply_name")
+@click.argument("local_transaction_id")
+@click.pass_obj
+def delete_error_command(obj: CliContext, apply_name: str, local_transaction_id: str) -> None:
+    """DELETE_ERROR: drop one error transaction from the queue, unapplied."""
+    _admin_call(obj, "delete_error", apply_name, local_transaction_id)
+
+
+@admin_group.command("delete-all-errors")
+@click.argument("apply_name")
+@click.pass_obj
+def delete_all_errors_command(obj: CliContext, apply_name: str) -> None:
+    """DELETE_ALL_ERRORS: drop every error transaction of the apply, unapplied."""
+    _admin_call(obj, "delete_all_errors", apply_name)
 
 
 @admin_group.command("set-parameter")

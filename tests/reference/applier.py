@@ -21,9 +21,11 @@ D2  The *messages* of a transaction (the rows of DBA_APPLY_ERROR_MESSAGES, MESSA
     table, tag), in apply order, including those the instantiation SCN then discards. Directives,
     DDL LCRs and LCRs the rules filter out are not messages: Oracle moves "the LCRs in the
     transaction that should be applied according to the apply process rule sets" to the error queue.
-D3  Every committed transaction processed ends as exactly one of: an error transaction; ignored
-    (at least one message discarded by the instantiation SCN, nothing applied, no DDL); applied
-    (everything else, including a transaction left empty by the rules and a DDL transaction).
+D3  Every committed transaction processed ends as exactly one of: an error transaction;
+    discarded (at least one message discarded by the instantiation SCN, nothing applied, no
+    DDL); applied (everything else, including a transaction left empty by the rules and a DDL
+    transaction). Discarded ones are processed and counted as applied: rule 11 counts only
+    transactions delivered again as ignored (D14).
 D4  ``received`` counts every LCR (row, DDL, directive) of the apply's source databases, open and
     rolled-back transactions included. ``rolled_back`` counts every rolled-back transaction of
     those sources, also when the apply aborted before reaching its SCN.
@@ -72,6 +74,12 @@ D11 LOB pieces (rule 12: LOB WRITE, LOB TRIM, LOB ERASE) read ``new_values`` onl
     ERASE overwrites with them and never changes the length (past the end it stops at the end).
 D12 Malformed input beyond the JSON Schema's reach (a column twice in one image, two COMMITs
     with different SCNs) is a ValueError, not a guess.
+D14 Redelivery (rule 11). An LCR is identified by its content (every contract field): a copy of
+    an LCR already received for its transaction (a line landed twice, a file landed under two
+    names, a transaction resent by a restarted capture) is received but dropped, so it is
+    applied at most once. Each COMMIT copy beyond the first of a transaction is one transaction
+    seen again: it counts as ``ignored`` (TOTAL_IGNORED) when it is received, whether or not the
+    transaction was processed yet, and changes nothing.
 D13 Declarative transformations (lakeapply.yml ``transformations``) run on each row LCR of
     their table after the rules, before every check of D5, in their declared order.
 
@@ -157,7 +165,7 @@ class ReferenceResult:
     high_watermark: dict[str, int | None]
     oldest_scn: dict[str, int | None]
     aborted: bool = False  # disable_on_error = Y stopped the apply at an error
-    # (source_database, transaction_id) -> (commit SCN, APPLIED | IGNORED | ERROR), for every
+    # (source_database, transaction_id) -> (commit SCN, APPLIED | DISCARDED | ERROR), for every
     # committed transaction processed
     outcomes: dict[tuple[str, str], tuple[int, str]] = field(default_factory=dict)
     ddl: list[dict[str, Any]] = field(default_factory=list)  # DDL LCRs of applied transactions
@@ -366,6 +374,7 @@ class _Transaction:
     first_scn: int | None = None  # the smallest scn of any of its LCRs
     commit_scns: set[int] = field(default_factory=set)  # scn of its COMMIT(s)
     rolled_back: bool = False
+    redeliveries: int = 0  # COMMIT copies beyond the first (D14)
 
     @property
     def commit_scn(self) -> int | None:
@@ -409,6 +418,7 @@ def _group_transactions(
     transactions (in first-arrival order) and the number of LCRs received (D4)."""
     transactions: dict[tuple[str, str], _Transaction] = {}
     received = 0
+    distinct: dict[tuple[str, str], list[dict[str, Any]]] = {}  # per transaction (D14)
     for arrival, lcr in enumerate(lcrs):
         database = lcr["source_database_name"]
         if database not in settings.source_databases:
@@ -416,6 +426,12 @@ def _group_transactions(
         received += 1
         key = (database, lcr["transaction_id"])
         transaction = transactions.setdefault(key, _Transaction(*key))
+        seen = distinct.setdefault(key, [])
+        if lcr in seen:
+            # D14: a copy; a COMMIT copy is the transaction seen again.
+            transaction.redeliveries += lcr["command_type"] == "COMMIT"
+            continue
+        seen.append(lcr)
         scn: int = lcr["scn"]
         transaction.first_scn = (
             scn if transaction.first_scn is None else min(transaction.first_scn, scn)
@@ -450,7 +466,7 @@ def reference_apply(
         counters={
             "received": received,
             "applied": 0,
-            "ignored": 0,
+            "ignored": sum(t.redeliveries for t in transactions),  # D14
             "rolled_back": sum(1 for t in transactions if t.rolled_back),  # D4
             "errors": 0,
         },
@@ -471,8 +487,8 @@ def reference_apply(
             transaction.commit_scn,
             "ERROR"
             if isinstance(outcome, ErrorTransaction)
-            else "IGNORED"
-            if outcome.ignored
+            else "DISCARDED"
+            if outcome.discarded
             else "APPLIED",
         )
         if isinstance(outcome, ErrorTransaction):
@@ -487,8 +503,8 @@ def reference_apply(
                 result.high_watermark[transaction.source_database] = transaction.commit_scn
                 not_fully_applied += committed[index + 1 :]
                 break
-        elif outcome.ignored:
-            result.counters["ignored"] += 1  # D3
+        elif outcome.discarded:
+            result.counters["applied"] += 1  # D3: processed, not ignored
         else:
             result.tables = outcome.tables
             result.counters["applied"] += 1
@@ -512,7 +528,7 @@ def reference_apply(
 @dataclass
 class _Applied:
     tables: Tables
-    ignored: bool
+    discarded: bool
     ddl: list[dict[str, Any]]
 
 
@@ -571,7 +587,7 @@ def _apply_transaction(
                 message_count=len(messages),
                 lcrs=tuple(messages),
             )
-    return _Applied(staged, ignored=discarded > 0 and applied == 0 and not ddl, ddl=ddl)
+    return _Applied(staged, discarded=discarded > 0 and applied == 0 and not ddl, ddl=ddl)
 
 
 def _transformed(settings: ApplyProcess, database: str, lcr: dict[str, Any]) -> dict[str, Any]:

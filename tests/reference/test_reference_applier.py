@@ -360,7 +360,7 @@ def test_tagged_lcrs_are_discarded_only_when_the_apply_discards_tagged_lcrs(
 # ---------------------------------------------------------------------------------------------
 
 
-def test_transactions_committed_at_or_before_the_instantiation_scn_are_ignored() -> None:
+def test_transactions_committed_at_or_before_the_instantiation_scn_are_discarded() -> None:
     result = reference_apply(
         apply_settings(destination(instantiation_scn=101)),
         [
@@ -372,7 +372,9 @@ def test_transactions_committed_at_or_before_the_instantiation_scn_are_ignored()
         initial_rows={"account": [ALICE]},
     )
     assert sorted(accounts(result)) == [(1,), (2,)]
-    assert result.counters["ignored"] == 1
+    # Rule 11: discarded is processed (counted as applied); only redeliveries are ignored.
+    assert (result.counters["ignored"], result.counters["applied"]) == (0, 2)
+    assert result.outcomes[(DB, "1.1.1")] == (101, "DISCARDED")
     assert result.applied_transactions == [(DB, "2.2.2")]
     assert result.low_watermark == {DB: 103}
 
@@ -427,7 +429,7 @@ def test_schema_instantiation_scn_fills_in_for_a_table_without_one() -> None:
         ],
     )
     assert list(accounts(result)) == [(2,)]
-    assert result.counters["ignored"] == 1
+    assert result.outcomes[(DB, "1.1.1")] == (101, "DISCARDED")
 
 
 def test_global_instantiation_scn_fills_in_when_neither_table_nor_schema_has_one() -> None:
@@ -1380,7 +1382,8 @@ def test_workloads_are_contract_lcrs_that_the_reference_applier_runs_on() -> Non
         assert counters["received"] == sum(
             1 for lcr in lcrs if lcr["source_database_name"] in settings.source_databases
         )
-        assert counters["applied"] == len(result.applied_transactions)
+        discarded = sum(1 for _, outcome in result.outcomes.values() if outcome == "DISCARDED")
+        assert counters["applied"] == len(result.applied_transactions) + discarded
         assert counters["errors"] == len(result.errors)
         assert [e.source_commit_scn for e in result.errors] == sorted(
             e.source_commit_scn for e in result.errors
@@ -1411,12 +1414,52 @@ def test_workloads_are_contract_lcrs_that_the_reference_applier_runs_on() -> Non
     assert len(seen_errors & LOB_ERROR_NUMBERS) >= 3, LOB_ERROR_NUMBERS - seen_errors
     assert seen_outcomes >= {
         "applied",
-        "ignored",
+        "ignored",  # redeliveries (D14)
         "rolled_back",
         "errors",
         "aborted",
         "open",
     }
+
+
+# ---------------------------------------------------------------------------------------------
+# D14: redelivery (rule 11)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_a_transaction_delivered_again_is_ignored_and_changes_nothing() -> None:
+    first = [insert("1.1.1", 100, ALICE), commit("1.1.1", 101)]
+    result = reference_apply(
+        apply_settings(destination()),
+        [*first, insert("2.2.2", 102, BOB), commit("2.2.2", 103), *first],
+    )
+    assert sorted(accounts(result)) == [(1,), (2,)]
+    assert result.counters == {
+        "received": 6,
+        "applied": 2,
+        "ignored": 1,
+        "rolled_back": 0,
+        "errors": 0,
+    }
+
+
+def test_an_error_transaction_delivered_again_stays_one_error() -> None:
+    failing = [delete("1.1.1", 100, ALICE), commit("1.1.1", 101)]
+    result = reference_apply(
+        apply_settings(destination(), disable_on_error=False), [*failing, *failing]
+    )
+    assert len(result.errors) == 1
+    assert (result.counters["errors"], result.counters["ignored"]) == (1, 1)
+
+
+def test_two_copies_of_one_lcr_line_apply_once() -> None:
+    line = insert("1.1.1", 100, ALICE)
+    result = reference_apply(
+        apply_settings(destination()), [line, dict(line), commit("1.1.1", 101)]
+    )
+    assert result.errors == []
+    assert list(accounts(result)) == [(1,)]
+    assert (result.counters["received"], result.counters["ignored"]) == (3, 0)
 
 
 # ---------------------------------------------------------------------------------------------

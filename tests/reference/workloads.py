@@ -4,7 +4,8 @@
 definition documents, contract LCRs), so that the engine reads it through its own loaders and the
 reference applier through its own: one apply process over 1-3 small tables (with columns of every
 contract type) and 1-2 source databases, and 1-15 source transactions written as contract-exact LCR dicts
-(values as strings, as a capture writes them), in arrival order. The transactions are generated
+(values as strings, as a capture writes them), in arrival order, sometimes with a transaction
+delivered again or an LCR line twice (rule 11). The transactions are generated
 against a model of each source table, so most of them apply cleanly; a few LCRs are then damaged
 on purpose (stale old values, unknown columns, bad numbers, over-long strings, missing keys, NULLs
 into NOT NULL columns, rows the destination lacks) so that every error path is reached, and the
@@ -739,7 +740,27 @@ def workloads(
     lcrs = [lcr for transaction in transactions for lcr in transaction]
     if arrival == "lcrs shuffled":
         lcrs = draw(st.permutations(lcrs))
-    return Workload(process, definitions, list(lcrs), initial_rows)
+    lcrs = _redelivered(draw, list(lcrs), transactions)
+    return Workload(process, definitions, lcrs, initial_rows)
+
+
+def _redelivered(draw: st.DrawFn, lcrs: list[Lcr], transactions: list[list[Lcr]]) -> list[Lcr]:
+    """Rule 11: what a restarted capture or a file landed twice sends: a committed transaction
+    again (anywhere after its first copy: the same batch, or a later one when it comes last),
+    or one row LCR line twice."""
+    committed = [t for t in transactions if t and t[-1]["command_type"] == "COMMIT"]
+    if committed and _chance(draw, 3):
+        again = copy.deepcopy(draw(st.sampled_from(committed)))
+        first_end = max(i for i, lcr in enumerate(lcrs) if lcr in again) + 1
+        at = len(lcrs) if draw(st.booleans()) else draw(st.integers(first_end, len(lcrs)))
+        lcrs = lcrs[:at] + again + lcrs[at:]
+    rows = [
+        i for i, lcr in enumerate(lcrs) if lcr["command_type"] in ("INSERT", "UPDATE", "DELETE")
+    ]
+    if rows and _chance(draw, 4):
+        index = draw(st.sampled_from(rows))
+        lcrs.insert(index + 1, copy.deepcopy(lcrs[index]))
+    return lcrs
 
 
 def _rule_sets(

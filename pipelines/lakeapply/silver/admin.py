@@ -54,6 +54,10 @@ __all__ = [
     "EXPORT_FORMATS",
     "PARAMETERS",
     "compare_old_values",
+    "delete_all_errors",
+    "delete_error",
+    "execute_all_errors",
+    "execute_error",
     "instantiate",
     "load_settings",
     "publish_settings",
@@ -716,6 +720,45 @@ def start_apply(spark: SparkSession, catalog: Catalog, apply_name: str) -> None:
 def stop_apply(spark: SparkSession, catalog: Catalog, apply_name: str) -> None:
     """STOP_APPLY: status DISABLED (engine.stop_apply)."""
     engine.stop_apply(spark, catalog, load_settings(spark, catalog, apply_name))
+
+
+# --------------------------------------------------------------------------------------------
+# The error queue (the operator's loop: look at DBA_APPLY_ERROR, fix the cause, re-execute)
+# --------------------------------------------------------------------------------------------
+
+
+def execute_error(
+    spark: SparkSession, catalog: Catalog, apply_name: str, local_transaction_id: str
+) -> engine.ErrorExecution:
+    """EXECUTE_ERROR: apply one error transaction against the current destination state, under
+    the apply's rules (keys, conversions, conflict handlers), atomically and exactly once. On
+    success it leaves the error queue; otherwise it stays there with the new error."""
+    settings = load_settings(spark, catalog, _check_apply_name(apply_name))
+    results = engine.execute_errors(spark, catalog, settings, [local_transaction_id])
+    return next(r for r in results if r.local_transaction_id == local_transaction_id)
+
+
+def execute_all_errors(
+    spark: SparkSession, catalog: Catalog, apply_name: str
+) -> list[engine.ErrorExecution]:
+    """EXECUTE_ALL_ERRORS: every error transaction of the apply, in commit-SCN order, each
+    seeing what the previous ones applied; a failure does not stop the others."""
+    settings = load_settings(spark, catalog, _check_apply_name(apply_name))
+    return engine.execute_errors(spark, catalog, settings, None)
+
+
+def delete_error(
+    spark: SparkSession, catalog: Catalog, apply_name: str, local_transaction_id: str
+) -> None:
+    """DELETE_ERROR: drop one error transaction from the queue without applying it."""
+    settings = load_settings(spark, catalog, _check_apply_name(apply_name))
+    engine.delete_errors(spark, catalog, settings, [local_transaction_id])
+
+
+def delete_all_errors(spark: SparkSession, catalog: Catalog, apply_name: str) -> list[str]:
+    """DELETE_ALL_ERRORS: drop every error transaction of the apply; returns their ids."""
+    settings = load_settings(spark, catalog, _check_apply_name(apply_name))
+    return engine.delete_errors(spark, catalog, settings, None)
 
 
 # --------------------------------------------------------------------------------------------

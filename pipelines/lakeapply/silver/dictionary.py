@@ -132,7 +132,9 @@ CYCLES_SCHEMA = _schema(
     ("phase", S, False),  # PLANNED | COMMITTED
     ("bronze_from_batch", L, False),  # exclusive
     ("bronze_to_batch", L, False),  # inclusive
-    ("table_versions_before", T.MapType(S, L), True),  # silver table -> Delta version read
+    # silver table -> Delta version read; also "__spill__" and, for an EXECUTE_ERROR cycle,
+    # "__error_queue__", "__error_messages__" and "__execute_error__:<local id>" (engine.CyclePlan)
+    ("table_versions_before", T.MapType(S, L), True),
     ("table_versions_after", T.MapType(S, L), True),  # COMMITTED: versions after the MERGEs
     ("logged_at", TS, False),
 )
@@ -165,7 +167,7 @@ TRANSACTIONS_SCHEMA = _schema(
     ("commit_scn", L, False),
     ("first_scn", L, True),
     ("commit_time", TS, True),  # source time of the COMMIT
-    ("outcome", S, False),  # APPLIED | IGNORED | ERROR
+    ("outcome", S, False),  # APPLIED | DISCARDED (instantiation SCN) | ERROR
     ("message_count", L, False),
     ("cycle_id", L, False),
     ("applied_at", TS, False),

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -33,10 +33,11 @@ from pyspark.sql import types as T
 
 from lakeapply.bronze.ingest import ensure_bronze_tables
 from lakeapply.bronze.tables import LCR_TABLE, lcr_table_schema
-from lakeapply.contract.identifiers import quote
+from lakeapply.contract.identifiers import quote, sql_string_literal
+from lakeapply.contract.lcr import lcr_bronze_fields
 from lakeapply.contract.oracle_types import TypeFamily
 from lakeapply.contract.table_definitions import ColumnDefinition
-from lakeapply.errors import ApplyAbortedError
+from lakeapply.errors import ApplyAbortedError, ApplyError
 from lakeapply.runtime.catalog import Catalog, ensure_database, ensure_delta_table
 from lakeapply.runtime.retry import retry_on_concurrent_modification
 from lakeapply.silver import dictionary
@@ -68,6 +69,8 @@ STAGE_INPUT_COLUMNS = (
 CRASH_POINTS = ("plan", "first_merge", "merges", "error_queue", "spill", "progress")
 ABORT_STATUS_CRASH_POINT = "abort_status"  # only reached by a cycle that aborts the apply
 Progress = Callable[[str], None]
+SPILL_KEY = "__spill__"
+EXECUTE_KEY = "__execute_error__:"
 
 
 class SimulatedApplyCrash(RuntimeError):
@@ -190,6 +193,21 @@ class CyclePlan:
     spill_version: int
     table_versions: dict[str, int]
     bronze_newest_batch: int | None = None  # when planned (None: a resumed plan)
+    # EXECUTE_ERROR: the error transactions (local transaction ids) this cycle re-executes
+    # instead of reading bronze, and the versions of the error queue it reads them at.
+    execute_errors: tuple[str, ...] = ()
+    error_queue_versions: dict[str, int] = field(default_factory=dict)
+
+    def recorded_versions(self) -> dict[str, int]:
+        """``table_versions_before`` of the cycle row: the destination tables' versions, plus
+        the spill's and, for an EXECUTE_ERROR cycle, the error queue's and the transactions it
+        re-executes (the cycle row keeps its schema; a resumed plan reads them back)."""
+        return {
+            **self.table_versions,
+            SPILL_KEY: self.spill_version,
+            **{f"__{name}__": version for name, version in self.error_queue_versions.items()},
+            **{f"{EXECUTE_KEY}{local_id}": n for n, local_id in enumerate(self.execute_errors)},
+        }
 
 
 def _apply_rows(spark: SparkSession, catalog: Catalog, name: str, apply_name: str) -> DataFrame:
@@ -289,28 +307,69 @@ def stop_apply(spark: SparkSession, catalog: Catalog, settings: ApplySettings) -
     _set_status(spark, catalog, settings, "DISABLED")
 
 
+def _cycle_state(
+    spark: SparkSession, catalog: Catalog, settings: ApplySettings
+) -> tuple[int, CyclePlan | None, int]:
+    """The last cycle id (0: none yet), its plan when it did not commit (it must be finished
+    before any other cycle), and the last bronze batch a committed cycle read."""
+    cycles = _apply_rows(spark, catalog, dictionary.CYCLES, settings.apply_name)
+    last = cycles.agg(F.max("cycle_id")).collect()[0][0]
+    if last is None:
+        return 0, None, 0
+    phases = {r.phase: r for r in cycles.where(F.col("cycle_id") == last).collect()}
+    if "COMMITTED" not in phases:
+        return last, _resumed_plan(last, phases["PLANNED"]), 0
+    return last, None, int(phases["COMMITTED"].bronze_to_batch)
+
+
+def _destination_versions(
+    spark: SparkSession, catalog: Catalog, settings: ApplySettings
+) -> dict[str, int]:
+    silver_tables = sorted({table.silver_table for table in settings.tables})
+    # Metadata reads only (driver side), one per table: concurrent, so 50 tables cost ~ one.
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        return dict(
+            zip(
+                silver_tables,
+                pool.map(lambda t: _latest_version(spark, catalog.silver_table(t)), silver_tables),
+                strict=True,
+            )
+        )
+
+
+def _record_plan(
+    spark: SparkSession, catalog: Catalog, settings: ApplySettings, plan: CyclePlan
+) -> None:
+    row = spark.createDataFrame(
+        [
+            (
+                settings.apply_name,
+                plan.cycle_id,
+                "PLANNED",
+                plan.bronze_from_batch,
+                plan.bronze_to_batch,
+                plan.recorded_versions(),
+                None,
+                datetime.now(UTC).replace(tzinfo=None),
+            )
+        ],
+        dictionary.CYCLES_SCHEMA,
+    )
+    _append(
+        row,
+        catalog.apply_table(dictionary.CYCLES),
+        dictionary.CYCLES_SCHEMA,
+        f"{TXN_APP_ID}:{settings.apply_name}:plan",
+        plan.cycle_id,
+    )
+
+
 def _plan(
     spark: SparkSession, catalog: Catalog, settings: ApplySettings
 ) -> tuple[CyclePlan, bool] | None:
-    cycles = _apply_rows(spark, catalog, dictionary.CYCLES, settings.apply_name)
-    last = cycles.agg(F.max("cycle_id")).collect()[0][0]
-    if last is not None:
-        phases = {r.phase: r for r in cycles.where(F.col("cycle_id") == last).collect()}
-        if "COMMITTED" not in phases:
-            planned = phases["PLANNED"]
-            return (
-                CyclePlan(
-                    last,
-                    planned.bronze_from_batch,
-                    planned.bronze_to_batch,
-                    int(planned.table_versions_before["__spill__"]),
-                    {k: v for k, v in planned.table_versions_before.items() if k != "__spill__"},
-                ),
-                True,
-            )
-        from_batch = int(phases["COMMITTED"].bronze_to_batch)
-    else:
-        from_batch = 0
+    last, unfinished, from_batch = _cycle_state(spark, catalog, settings)
+    if unfinished is not None:
+        return unfinished, True
     newest = (
         spark.table(catalog.bronze_table("ingest_log"))
         .where(F.col("phase") == "COMMITTED")
@@ -325,47 +384,36 @@ def _plan(
         and spill.where(F.col("command_type") == "COMMIT").limit(1).count() == 0
     ):
         return None
-    silver_tables = sorted({table.silver_table for table in settings.tables})
-    # Metadata reads only (driver side), one per table: concurrent, so 50 tables cost ~ one.
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        versions = dict(
-            zip(
-                silver_tables,
-                pool.map(lambda t: _latest_version(spark, catalog.silver_table(t)), silver_tables),
-                strict=True,
-            )
-        )
     plan = CyclePlan(
-        (last or 0) + 1,
+        last + 1,
         from_batch,
         to_batch,
         _latest_version(spark, catalog.apply_table(dictionary.SPILL)),
-        versions,
+        _destination_versions(spark, catalog, settings),
         int(newest),
     )
-    row = spark.createDataFrame(
-        [
-            (
-                settings.apply_name,
-                plan.cycle_id,
-                "PLANNED",
-                plan.bronze_from_batch,
-                plan.bronze_to_batch,
-                {**plan.table_versions, "__spill__": plan.spill_version},
-                None,
-                datetime.now(UTC).replace(tzinfo=None),
-            )
-        ],
-        dictionary.CYCLES_SCHEMA,
-    )
-    _append(
-        row,
-        catalog.apply_table(dictionary.CYCLES),
-        dictionary.CYCLES_SCHEMA,
-        f"{TXN_APP_ID}:{settings.apply_name}:plan",
-        plan.cycle_id,
-    )
+    _record_plan(spark, catalog, settings, plan)
     return plan, False
+
+
+def _resumed_plan(cycle_id: int, planned: Any) -> CyclePlan:
+    recorded: dict[str, int] = dict(planned.table_versions_before)
+    executed = sorted(
+        (n, key[len(EXECUTE_KEY) :]) for key, n in recorded.items() if key.startswith(EXECUTE_KEY)
+    )
+    return CyclePlan(
+        cycle_id,
+        planned.bronze_from_batch,
+        planned.bronze_to_batch,
+        int(recorded[SPILL_KEY]),
+        {k: v for k, v in recorded.items() if not k.startswith("__")},
+        execute_errors=tuple(local_id for _, local_id in executed),
+        error_queue_versions={
+            name: recorded[f"__{name}__"]
+            for name in (dictionary.ERROR_QUEUE, dictionary.ERROR_MESSAGES)
+            if f"__{name}__" in recorded
+        },
+    )
 
 
 def _previous_progress(
@@ -400,11 +448,25 @@ def _settings_frame(spark: SparkSession, settings: ApplySettings) -> DataFrame:
     )
 
 
+def without_copies(lcrs: DataFrame) -> DataFrame:
+    """Rule 11: an LCR delivered twice (a line landed again, a file landed under two names) is
+    one LCR. An LCR is identified by its content, every contract field (the same change, at the
+    same SCN and position, of the same transaction); lineage is not part of it. The first
+    arrival is kept, so message numbers do not depend on the copies."""
+    identity = [F.col(quote(f.name)) for f in lcr_bronze_fields().fields]
+    first = Window.partitionBy(*identity).orderBy("ingest_batch_id", "source_file", "line_number")
+    return (
+        lcrs.withColumn("__lakeapply_copy", F.row_number().over(first))
+        .where(F.col("__lakeapply_copy") == 1)
+        .drop("__lakeapply_copy")
+    )
+
+
 def _messages(
     lcrs: DataFrame, committed: DataFrame, settings: ApplySettings, spark: SparkSession
 ) -> DataFrame:
     """Row LCRs of committed transactions that pass the rules (D2), numbered in apply order."""
-    rows = lcrs.where((F.col("lcr_kind") == "ROW") & passes_rules(settings))
+    rows = without_copies(lcrs.where((F.col("lcr_kind") == "ROW") & passes_rules(settings)))
     rows = transform_row_lcrs(rows, settings.tables)  # after the rules, before keys and types
     rows = (
         rows.drop("commit_scn")
@@ -642,6 +704,7 @@ class _CycleInput:
     bounds: dict[str, KeyBounds]
     buckets: int
     late: LateInput | None = None  # late LCRs and late COMMITs (silver/late.py)
+    redelivered: DataFrame | None = None  # committed transactions processed by an earlier cycle
 
 
 @dataclass(frozen=True)
@@ -676,6 +739,22 @@ def apply_cycle(
     if planned is None:
         return None
     plan, resumed = planned
+    if plan.execute_errors:  # an EXECUTE_ERROR cycle that did not finish: finish it first
+        _execute_cycle(spark, catalog, settings, plan, progress, crash_after)
+        return _execution_report(settings.apply_name, plan)
+    return _bronze_cycle(spark, catalog, settings, plan, resumed, progress, crash_after)
+
+
+def _bronze_cycle(
+    spark: SparkSession,
+    catalog: Catalog,
+    settings: ApplySettings,
+    plan: CyclePlan,
+    resumed: bool,
+    progress: Progress,
+    crash_after: str | None,
+) -> CycleReport:
+    """One cycle over new bronze batches and the spill, from its recorded plan."""
     cycle = _Cycle(spark, catalog, settings, plan, progress, crash_after)
     cycle.crash_point("plan", "after plan")
     batches = (
@@ -748,9 +827,36 @@ def _read_and_stage(cycle: _Cycle) -> _CycleInput:
     # and the bronze scan prunes files by ingest batch.
     lcrs = new_lcrs.unionByName(spill)
     transactions = materialize(assemble_transactions(lcrs))
-    committed = transactions.where(F.col("state") == "COMMITTED")
+    # Rule 11: a transaction processed by an earlier cycle (applied, discarded or queued) and
+    # delivered again changes nothing; only its COMMIT copies are counted (TOTAL_IGNORED).
+    seen = _processed_before(cycle)
+    committed_now = transactions.where(F.col("state") == "COMMITTED")
+    redelivered = materialize(committed_now.join(seen, list(SEEN_KEY), "left_semi"))
+    committed = committed_now.join(seen, list(SEEN_KEY), "left_anti")
 
     messages = _messages(lcrs, committed, settings, spark)
+    staged, fold_input, bounds, buckets = _stage(cycle, messages)
+    late = _late_input(cycle, lcrs, transactions, staged)
+    return _CycleInput(
+        lcrs,
+        transactions,
+        committed,
+        messages,
+        staged,
+        fold_input,
+        bounds,
+        buckets,
+        late=late,
+        redelivered=redelivered,
+    )
+
+
+def _stage(
+    cycle: _Cycle, messages: DataFrame
+) -> tuple[DataFrame, DataFrame, dict[str, KeyBounds], int]:
+    """Stage the messages and join them with the destination rows they address: the staged
+    LCRs, the fold input, the key bounds of each table with changes and the fold's buckets."""
+    spark, catalog, settings, plan = cycle.spark, cycle.catalog, cycle.settings, cycle.plan
     # Only what the stage and the fold read crosses into Python (not the raw line, not lineage).
     to_stage = messages.select(
         *STAGE_INPUT_COLUMNS,
@@ -769,10 +875,21 @@ def _read_and_stage(cycle: _Cycle) -> _CycleInput:
         int(spark.conf.get("spark.sql.shuffle.partitions") or 4),
         -(-fold_input.count() // FOLD_ROWS_PER_BUCKET),
     )
-    late = _late_input(cycle, lcrs, transactions, staged)
     cycle.progress("staged")
-    return _CycleInput(
-        lcrs, transactions, committed, messages, staged, fold_input, bounds, buckets, late
+    return staged, fold_input, bounds, buckets
+
+
+SEEN_KEY = ("source_database_name", "transaction_id", "commit_scn")
+
+
+def _processed_before(cycle: _Cycle) -> DataFrame:
+    """(source database, transaction id, commit SCN) of every transaction an earlier cycle
+    processed (a resumed cycle must not see its own outcomes)."""
+    return (
+        _apply_rows(cycle.spark, cycle.catalog, dictionary.TRANSACTIONS, cycle.apply_name)
+        .where(F.col("cycle_id") < cycle.plan.cycle_id)
+        .select(F.col("source_database").alias("source_database_name"), *SEEN_KEY[1:])
+        .distinct()
     )
 
 
@@ -943,7 +1060,9 @@ def _record_outcomes(
                 (F.coalesce("discarded", F.lit(0)) > 0)
                 & (F.coalesce("message_count", F.lit(0)) == F.coalesce("discarded", F.lit(0)))
                 & (F.coalesce("ddl_count", F.lit(0)) == 0),
-                F.lit("IGNORED"),
+                # Rule 11: discarded (instantiation SCN) is processed, not ignored: only a
+                # transaction delivered again counts as TOTAL_IGNORED.
+                F.lit("DISCARDED"),
             )
             .otherwise(F.lit("APPLIED"))
             .alias("outcome"),
@@ -1051,6 +1170,10 @@ def _write_spill(cycle: _Cycle, inputs: _CycleInput, processed: DataFrame) -> Da
             list(TRANSACTION_KEY),
             "left_anti",
         )
+    if inputs.redelivered is not None:  # copies of processed transactions: nothing to keep
+        keep = keep.join(
+            inputs.redelivered.select(*TRANSACTION_KEY), list(TRANSACTION_KEY), "left_anti"
+        )
     new_spill = inputs.lcrs.join(
         keep, ["source_database_name", "transaction_id"], "left_semi"
     ).select(
@@ -1090,8 +1213,7 @@ def _record_progress(
             # a queued transaction again, so the watermark passes it in both modes).
             F.max("commit_scn").alias("lwm"),
             F.max_by("commit_source_time", "commit_scn").alias("lwm_time"),
-            F.count(F.when(F.col("outcome") == "APPLIED", 1)).alias("applied"),
-            F.count(F.when(F.col("outcome") == "IGNORED", 1)).alias("ignored"),
+            F.count(F.when(F.col("outcome").isin("APPLIED", "DISCARDED"), 1)).alias("applied"),
             F.count(F.when(F.col("outcome") == "ERROR", 1)).alias("errors"),
         )
         .collect()
@@ -1108,6 +1230,7 @@ def _record_progress(
         )
         .collect()
     }
+    ignored = _redeliveries(cycle, inputs)
     # Oldest SCN: the earliest transaction not yet processed (open, or after the cut).
     pending = inputs.transactions.join(
         keep, ["source_database_name", "transaction_id"], "left_semi"
@@ -1130,7 +1253,7 @@ def _record_progress(
         counts = {
             "received": got,
             "applied": now_source.applied if now_source else 0,
-            "ignored": now_source.ignored if now_source else 0,
+            "ignored": ignored.get(source, 0),
             "rolled_back": rolled,
             # Late LCRs queued as error transactions count as errors too (silver/late.py).
             "errors": (now_source.errors if now_source else 0) + (late_errors or {}).get(source, 0),
@@ -1173,6 +1296,38 @@ def _record_progress(
     return totals, watermarks
 
 
+def _redeliveries(cycle: _Cycle, inputs: _CycleInput) -> dict[str, int]:
+    """source database -> the COMMITs received this cycle for a transaction already delivered
+    (rule 11, TOTAL_IGNORED): every copy beyond the first, counted when it is received, whether
+    the first came in the same cycle, sits in the spill or was processed by an earlier cycle."""
+    commits = inputs.lcrs.where(F.col("command_type") == "COMMIT").select(
+        "source_database_name", "transaction_id", F.col("scn").alias("commit_scn"), ARRIVED
+    )
+    earlier = (
+        commits.where(~F.col(ARRIVED))
+        .drop(ARRIVED)
+        .unionByName(_processed_before(cycle))
+        .distinct()
+        .withColumn("__known", F.lit(1))
+    )
+    arrived = (
+        commits.where(F.col(ARRIVED))
+        .groupBy(*SEEN_KEY)
+        .agg(F.count(F.lit(1)).alias("copies"))
+        .join(earlier, list(SEEN_KEY), "left")
+    )
+    return {
+        r.source_database_name: int(r.ignored)
+        for r in arrived.groupBy("source_database_name")
+        .agg(
+            F.sum(F.col("copies") - F.when(F.col("__known").isNull(), 1).otherwise(0)).alias(
+                "ignored"
+            )
+        )
+        .collect()
+    }
+
+
 def _low_watermark(before: Any, now_source: Any) -> tuple[int | None, datetime | None]:
     """This cycle's low watermark of a source (FULL: the last processed commit SCN); the previous
     one when this cycle processed nothing there. A low watermark never moves back."""
@@ -1202,7 +1357,7 @@ def _commit_cycle(cycle: _Cycle, versions_after: dict[str, int], now: datetime) 
                 "COMMITTED",
                 plan.bronze_from_batch,
                 plan.bronze_to_batch,
-                {**plan.table_versions, "__spill__": plan.spill_version},
+                plan.recorded_versions(),
                 versions_after,
                 now,
             )
@@ -1365,3 +1520,286 @@ def load_initial_copy(
     rows.select(*[F.col(quote(f.name)).cast(f.dataType) for f in schema.fields]).write.format(
         "delta"
     ).mode("append").saveAsTable(catalog.silver_table(table.silver_table))
+
+
+# --------------------------------------------------------------------------------------------
+# The error queue: EXECUTE_ERROR, EXECUTE_ALL_ERRORS, DELETE_ERROR, DELETE_ALL_ERRORS
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ErrorExecution:
+    """What re-executing one error transaction did: applied (and gone from the queue), or
+    failed again (kept in the queue with this new error)."""
+
+    local_transaction_id: str
+    source_database: str
+    source_transaction_id: str
+    source_commit_scn: int
+    succeeded: bool
+    error_number: int | None = None
+    error_message: str | None = None
+    message_number: int | None = None
+
+
+def _queued_in_commit_order(
+    spark: SparkSession, catalog: Catalog, apply_name: str, wanted: list[str] | None
+) -> list[str]:
+    """Local transaction ids of the error queue (all, or those of ``wanted`` that are there),
+    in commit-SCN order."""
+    queue = _apply_rows(spark, catalog, dictionary.ERROR_QUEUE, apply_name)
+    if wanted is not None:
+        queue = queue.where(F.col("local_transaction_id").isin(*wanted))
+    rows = (
+        queue.select(
+            "local_transaction_id", "source_commit_scn", "source_database", "source_transaction_id"
+        )
+        .orderBy("source_commit_scn", "source_database", "source_transaction_id")
+        .collect()
+    )
+    return [str(row.local_transaction_id) for row in rows]
+
+
+def _unknown_errors(apply_name: str, unknown: list[str]) -> ApplyError:
+    return ApplyError(
+        f"apply process {apply_name} has no error transaction "
+        f"{', '.join(unknown)} in its error queue (see DBA_APPLY_ERROR.LOCAL_TRANSACTION_ID)"
+    )
+
+
+def _finish_unfinished(
+    spark: SparkSession,
+    catalog: Catalog,
+    settings: ApplySettings,
+    progress: Progress,
+    execute_only: bool = False,
+) -> list[ErrorExecution]:
+    """Cycles are sequential: a cycle that did not commit (killed) is finished before another
+    one starts, from its recorded plan. Returns what an unfinished EXECUTE_ERROR cycle did."""
+    _, unfinished, _ = _cycle_state(spark, catalog, settings)
+    if unfinished is None:
+        return []
+    if unfinished.execute_errors:
+        return _execute_cycle(spark, catalog, settings, unfinished, progress)
+    if not execute_only:
+        # A bronze cycle is finished whatever the status: it was planned while enabled.
+        _bronze_cycle(spark, catalog, settings, unfinished, True, progress, None)
+    return []
+
+
+def execute_errors(
+    spark: SparkSession,
+    catalog: Catalog,
+    settings: ApplySettings,
+    local_transaction_ids: list[str] | None = None,
+    progress: Progress = lambda _: None,
+    crash_after: str | None = None,
+) -> list[ErrorExecution]:
+    """EXECUTE_ERROR (the given error transactions) or EXECUTE_ALL_ERRORS (None: every one),
+    in commit-SCN order, each against the destination state the previous ones left.
+
+    A re-execution is an apply cycle whose input is the queued transactions' messages (the
+    LCRs as queued, after rules and transformations) instead of bronze: the same stage, fold
+    (keys, conversions, conflict handlers) and MERGE, recorded in ``cycles`` first and written
+    idempotently, so a crash midway is finished by the next run and nothing applies twice.
+    Errors do not stop it (as with ``disable_on_error = N``): a transaction that fails again
+    stays in the queue with its new error; one that succeeds leaves the queue. The apply
+    process's status does not matter (an ABORTED apply is the usual case) and is not changed.
+    """
+    ensure_apply_tables(spark, catalog)
+    ensure_destination_tables(spark, catalog, settings)
+    if settings.disable_on_error:
+        _record_an_unrecorded_abort(spark, catalog, settings)
+    results = _finish_unfinished(spark, catalog, settings, progress)
+    finished = {result.local_transaction_id for result in results}
+    wanted = _queued_in_commit_order(spark, catalog, settings.apply_name, local_transaction_ids)
+    if local_transaction_ids is not None:
+        unknown = [
+            local_id
+            for local_id in dict.fromkeys(local_transaction_ids)
+            if local_id not in wanted and local_id not in finished
+        ]
+        if unknown:
+            raise _unknown_errors(settings.apply_name, unknown)
+    while wanted:
+        last, _, from_batch = _cycle_state(spark, catalog, settings)
+        plan = CyclePlan(
+            last + 1,
+            from_batch,
+            from_batch,  # reads no bronze: the next bronze cycle starts where the last one ended
+            _latest_version(spark, catalog.apply_table(dictionary.SPILL)),
+            _destination_versions(spark, catalog, settings),
+            execute_errors=tuple(wanted),
+            error_queue_versions={
+                name: _latest_version(spark, catalog.apply_table(name))
+                for name in (dictionary.ERROR_QUEUE, dictionary.ERROR_MESSAGES)
+            },
+        )
+        _record_plan(spark, catalog, settings, plan)
+        executed = _execute_cycle(spark, catalog, settings, plan, progress, crash_after)
+        results += executed
+        done = {result.local_transaction_id for result in executed}
+        # max_error_passes may cut a cycle: what follows the cut runs in the next one.
+        wanted = [local_id for local_id in wanted if local_id not in done]
+    return results
+
+
+def _execution_report(apply_name: str, plan: CyclePlan) -> CycleReport:
+    """An EXECUTE_ERROR cycle finished by an apply run: it received and counted nothing."""
+    return CycleReport(apply_name, plan.cycle_id, True, 0, 0, 0, 0, 0, 1, 0, False)
+
+
+def _execute_cycle(
+    spark: SparkSession,
+    catalog: Catalog,
+    settings: ApplySettings,
+    plan: CyclePlan,
+    progress: Progress,
+    crash_after: str | None = None,
+) -> list[ErrorExecution]:
+    """One EXECUTE_ERROR cycle from its recorded plan: the error transactions it names, read
+    from the error queue as it was when planned, folded against the destination tables as
+    they were when planned, MERGEd, then the queue updated; last, the COMMITTED cycle row."""
+    # Re-execution carries on after a failure, whatever disable_on_error says.
+    cycle = _Cycle(
+        spark, catalog, replace(settings, disable_on_error=False), plan, progress, crash_after
+    )
+    cycle.crash_point("plan", "after plan")
+    progress(f"cycle {plan.cycle_id}: re-executing {len(plan.execute_errors)} error transaction(s)")
+    inputs = _read_error_transactions(cycle)
+    fold = _fold_passes(cycle, inputs)
+    versions_after, _ = _merge_destinations(cycle, fold.final_rows, inputs.bounds)
+    now = datetime.now(UTC).replace(tzinfo=None)
+    executions = _record_executions(cycle, inputs, fold, now)
+    _commit_cycle(cycle, versions_after, now)
+    return executions
+
+
+def _error_table_at(cycle: _Cycle, name: str) -> DataFrame:
+    return (
+        cycle.spark.read.format("delta")
+        .option("versionAsOf", cycle.plan.error_queue_versions[name])
+        .table(cycle.catalog.apply_table(name))
+        .where(
+            (F.col("apply_name") == cycle.apply_name)
+            & F.col("local_transaction_id").isin(*cycle.plan.execute_errors)
+        )
+    )
+
+
+def _read_error_transactions(cycle: _Cycle) -> _CycleInput:
+    """The messages of the planned error transactions, numbered as queued, staged like a bronze
+    cycle's (rules and transformations already ran before they were queued)."""
+    queue = _error_table_at(cycle, dictionary.ERROR_QUEUE).select(
+        F.col("source_database").alias("source_database_name"),
+        F.col("source_transaction_id").alias("transaction_id"),
+        F.col("source_commit_scn").alias("commit_scn"),
+        "local_transaction_id",
+    )
+    committed = materialize(queue)
+    stored = _error_table_at(cycle, dictionary.ERROR_MESSAGES).drop(
+        "apply_name", "local_transaction_id", "commit_scn"
+    )
+    messages = stored.join(
+        F.broadcast(_settings_frame(cycle.spark, cycle.settings)),
+        ["source_database_name", "object_owner", "object_name"],
+    ).join(
+        committed.select("source_database_name", "transaction_id", "commit_scn"),
+        ["source_database_name", "transaction_id"],
+    )
+    staged, fold_input, bounds, buckets = _stage(cycle, messages)
+    return _CycleInput(stored, committed, committed, messages, staged, fold_input, bounds, buckets)
+
+
+def _record_executions(
+    cycle: _Cycle, inputs: _CycleInput, fold: _FoldOutcome, now: datetime
+) -> list[ErrorExecution]:
+    """Successes leave the error queue (DBA_APPLY_ERROR and their messages); failures keep
+    their messages and get the new error. One idempotent MERGE of the queue per cycle."""
+    spark, plan = cycle.spark, cycle.plan
+    failed_frame = spark.createDataFrame(
+        [
+            (k[0], k[1], int(e.message_number), int(e.error_number), str(e.error_message))
+            for k, e in fold.failed.items()
+        ],
+        "source_database_name string, transaction_id string, failing_message long, "
+        "error_number long, error_message string",
+    )
+    processed = materialize(
+        inputs.committed.join(failed_frame, ["source_database_name", "transaction_id"], "left")
+        .where(_before(fold.cut))
+        .withColumn("succeeded", F.col("error_number").isNull())
+    )
+    # One row per error transaction re-executed (not per LCR): small enough for the driver.
+    rows = processed.orderBy("commit_scn", "source_database_name", "transaction_id").collect()
+    session = spark.newSession()
+    session.conf.set("spark.databricks.delta.write.txnAppId", f"{cycle.app}:error_queue")
+    session.conf.set("spark.databricks.delta.write.txnVersion", str(plan.cycle_id))
+    (
+        DeltaTable.forName(session, cycle.catalog.apply_table(dictionary.ERROR_QUEUE))
+        .alias("t")
+        .merge(
+            processed.alias("s"),
+            f"t.apply_name = {sql_string_literal(cycle.apply_name)} "
+            "AND t.local_transaction_id = s.local_transaction_id",
+        )
+        .whenMatchedDelete(condition="s.succeeded")
+        .whenMatchedUpdate(
+            set={
+                "message_number": F.col("s.failing_message"),
+                "error_number": F.col("s.error_number"),
+                "error_message": F.col("s.error_message"),
+                "error_creation_time": F.lit(now),
+            }
+        )
+        .execute()
+    )
+    cycle.crash_point("error_queue", "after the error queue")
+    succeeded = [str(row.local_transaction_id) for row in rows if row.succeeded]
+    if succeeded:  # idempotent by itself: a re-run deletes nothing more
+        DeltaTable.forName(spark, cycle.catalog.apply_table(dictionary.ERROR_MESSAGES)).delete(
+            (F.col("apply_name") == cycle.apply_name)
+            & F.col("local_transaction_id").isin(*succeeded)
+        )
+    cycle.progress(f"{len(succeeded)} of {len(rows)} error transaction(s) applied")
+    return [
+        ErrorExecution(
+            str(row.local_transaction_id),
+            str(row.source_database_name),
+            str(row.transaction_id),
+            int(row.commit_scn),
+            bool(row.succeeded),
+            None if row.succeeded else int(row.error_number),
+            None if row.succeeded else str(row.error_message),
+            None if row.succeeded else int(row.failing_message),
+        )
+        for row in rows
+    ]
+
+
+def delete_errors(
+    spark: SparkSession,
+    catalog: Catalog,
+    settings: ApplySettings,
+    local_transaction_ids: list[str] | None = None,
+    progress: Progress = lambda _: None,
+) -> list[str]:
+    """DELETE_ERROR (the given error transactions) or DELETE_ALL_ERRORS (None): they leave the
+    queue unapplied. An unfinished re-execution is finished first (it was planned with them).
+    Messages go first: a kill between the two deletes leaves the queue row, and a re-run
+    removes it."""
+    ensure_apply_tables(spark, catalog)
+    _finish_unfinished(spark, catalog, settings, progress, execute_only=True)
+    wanted = _queued_in_commit_order(spark, catalog, settings.apply_name, local_transaction_ids)
+    if local_transaction_ids is not None:
+        unknown = [i for i in dict.fromkeys(local_transaction_ids) if i not in wanted]
+        if unknown:
+            raise _unknown_errors(settings.apply_name, unknown)
+    if not wanted:
+        return []
+    mine = (F.col("apply_name") == settings.apply_name) & F.col("local_transaction_id").isin(
+        *wanted
+    )
+    for name in (dictionary.ERROR_MESSAGES, dictionary.ERROR_QUEUE):
+        DeltaTable.forName(spark, catalog.apply_table(name)).delete(mine)
+    return wanted

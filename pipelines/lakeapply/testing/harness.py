@@ -61,10 +61,13 @@ from lakeapply.silver import dictionary
 from lakeapply.silver.config import load_config, transformation_from_dict
 from lakeapply.silver.engine import (
     CycleReport,
+    ErrorExecution,
     apply_cycle,
     apply_status,
+    delete_errors,
     ensure_apply_tables,
     ensure_destination_tables,
+    execute_errors,
     run_apply,
     start_apply,
 )
@@ -407,6 +410,39 @@ class LakeapplyHarness:
         """ENABLED, DISABLED or ABORTED (DBA_APPLY.STATUS)."""
         return apply_status(self.spark, self.catalog, self.apply_process.apply_name)
 
+    # --- the error queue -------------------------------------------------------------------------
+    def execute_error(self, local_transaction_id: str) -> ErrorExecution:
+        """DBMS_APPLY_ADM.EXECUTE_ERROR (``lakeapply admin execute-error``): re-execute one error
+        transaction against the current silver tables; it leaves the queue when it applies."""
+        results = execute_errors(
+            self.spark, self.catalog, self.apply_process, [local_transaction_id]
+        )
+        return next(r for r in results if r.local_transaction_id == local_transaction_id)
+
+    def execute_all_errors(self) -> list[ErrorExecution]:
+        """EXECUTE_ALL_ERRORS: every error transaction, in commit-SCN order."""
+        return execute_errors(self.spark, self.catalog, self.apply_process)
+
+    def delete_error(self, local_transaction_id: str) -> None:
+        """DELETE_ERROR: drop one error transaction from the queue, unapplied."""
+        delete_errors(self.spark, self.catalog, self.apply_process, [local_transaction_id])
+
+    def delete_all_errors(self) -> list[str]:
+        """DELETE_ALL_ERRORS: drop every error transaction; returns their ids."""
+        return delete_errors(self.spark, self.catalog, self.apply_process)
+
+    def local_transaction_id(self, source_transaction_id: str) -> str:
+        """The LOCAL_TRANSACTION_ID the error queue gave a source transaction."""
+        rows = (
+            self.error_queue()
+            .where(F.col("source_transaction_id") == source_transaction_id)
+            .select("local_transaction_id")
+            .collect()
+        )
+        if not rows:
+            raise LookupError(f"transaction {source_transaction_id} is not in the error queue")
+        return str(rows[0].local_transaction_id)
+
     # --- reading -----------------------------------------------------------------------------------
     def silver_table_name(self, table: str) -> str:
         """``OWNER.NAME`` (a source object of the apply process) or a silver table name."""
@@ -495,7 +531,8 @@ class LakeapplyHarness:
         return progress.join(latest, ["source_database", "cycle_id"], "left_semi")
 
     def transactions(self) -> DataFrame:
-        """The outcome (APPLIED, IGNORED, ERROR) of every committed transaction processed."""
+        """The outcome of every committed transaction processed: APPLIED, DISCARDED (every
+        change at or below the instantiation SCN) or ERROR."""
         return self._apply_table(dictionary.TRANSACTIONS)
 
     def bronze(self) -> DataFrame:
