@@ -7,7 +7,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pyspark.sql import SparkSession, Window
+from pyspark.sql import Row, SparkSession, Window
 from pyspark.sql import functions as F
 from rich.console import Console
 from rich.table import Table
@@ -26,6 +26,38 @@ from lakeapply.silver.settings import ApplySettings
 from lakeapply.status import collect_status, render_status
 
 
+def progress_table(apply_name: str, rows: list[Row]) -> Table:
+    """The latest progress row per source database of one apply process.
+
+    No borders, the source database never wrapped, headings that wrap onto two lines and
+    numbers folded rather than cut: it fits 80 columns with SCNs of up to 16 digits."""
+    table = Table(
+        title=f"{apply_name}: apply progress (latest cycle)",
+        box=None,
+        pad_edge=False,
+        collapse_padding=True,
+        header_style="bold",
+    )
+    table.add_column("source database", no_wrap=True)
+    for heading in ("low watermark", "oldest SCN"):
+        table.add_column(heading, overflow="fold", min_width=9)
+    for heading in ("applied", "ignored", "errors", "rolled back"):
+        table.add_column(heading, justify="right", overflow="fold", max_width=9)
+    table.add_column("status", overflow="fold")
+    for row in rows:
+        table.add_row(
+            row.source_database,
+            str(row.low_watermark),
+            "" if row.oldest_scn is None else str(row.oldest_scn),
+            str(row.total_applied),
+            str(row.total_ignored),
+            str(row.total_errors),
+            str(row.total_rolled_back),
+            row.status,
+        )
+    return table
+
+
 def render_apply_summary(spark: SparkSession, catalog: Catalog, console: Console) -> None:
     """Progress per apply process and source database, and the error queue."""
     latest = Window.partitionBy("apply_name", "source_database").orderBy(F.desc("cycle_id"))
@@ -36,33 +68,8 @@ def render_apply_summary(spark: SparkSession, catalog: Catalog, console: Console
         .orderBy("apply_name", "source_database")
         .collect()
     )
-    # One table per apply process, no borders, long values folded: fits 80 columns.
     for apply_name in dict.fromkeys(row.apply_name for row in rows):
-        progress = Table(
-            title=f"{apply_name}: apply progress (latest cycle)",
-            box=None,
-            pad_edge=False,
-            header_style="bold",
-        )
-        for heading in ("source database", "low watermark", "oldest SCN"):
-            progress.add_column(heading, overflow="fold")
-        for heading in ("applied", "ignored", "errors", "rolled back"):
-            progress.add_column(heading, justify="right", overflow="fold")
-        progress.add_column("status", overflow="fold")
-        for row in rows:
-            if row.apply_name != apply_name:
-                continue
-            progress.add_row(
-                row.source_database,
-                str(row.low_watermark),
-                "" if row.oldest_scn is None else str(row.oldest_scn),
-                str(row.total_applied),
-                str(row.total_ignored),
-                str(row.total_errors),
-                str(row.total_rolled_back),
-                row.status,
-            )
-        console.print(progress)
+        console.print(progress_table(apply_name, [r for r in rows if r.apply_name == apply_name]))
     console.print("[bold]error queue (DBA_APPLY_ERROR)[/bold]")
     for row in (
         spark.table(catalog.apply_table(dictionary.ERROR_QUEUE))

@@ -4,6 +4,7 @@ goes to <warehouse>/logs/spark.log, and ``status --json`` writes nothing but JSO
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -23,3 +24,40 @@ def test_status_json_prints_only_json_and_spark_output_goes_to_the_warehouse_log
     )
     log = (tmp_path / "wh" / "logs" / "spark.log").read_text()
     assert ":: resolving dependencies ::" in log
+
+
+def test_the_apply_progress_table_fits_80_columns_and_cuts_no_value() -> None:
+    from pyspark.sql import Row
+    from rich.console import Console
+
+    from lakeapply.jobs import progress_table
+
+    rows = [
+        Row(
+            source_database="DBS1.EXAMPLE.COM",
+            low_watermark=1009264,
+            oldest_scn=1000158,
+            total_applied=1833,
+            total_ignored=0,
+            total_errors=5,
+            total_rolled_back=125,
+            status="ENABLED",
+        ),
+        Row(
+            source_database="ORCL",
+            low_watermark=16527691234567,
+            oldest_scn=None,
+            total_applied=12,
+            total_ignored=0,
+            total_errors=0,
+            total_rolled_back=0,
+            status="ABORTED",
+        ),
+    ]
+    console = Console(width=80, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
+    console.print(progress_table("APPLY_DEMO", rows))
+    text = console.export_text()
+
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "…" not in text
+    assert "DBS1.EXAMPLE.COM" in text and "1009264" in text and "ENABLED" in text
