@@ -270,3 +270,21 @@ def test_a_lob_piece_without_declared_types_is_a_clob_for_text_and_a_blob_for_by
     )
     assert values(text, "new_values")["C"] == ("CLOB", "abc")
     assert values(data, "new_values")["B"] == ("BLOB", "00")
+
+
+def test_a_ddl_is_its_own_transaction_with_the_statement_text() -> None:
+    alter = (
+        txn("ORCL", scn=500)
+        .ddl("HR.EMP", "alter table hr.emp add (nickname varchar2(30))")
+        .commit()
+    )
+
+    ddl, commit = alter.lcrs
+    assert (ddl["command_type"], ddl["object_owner"], ddl["object_name"]) == (
+        "ALTER TABLE",
+        "HR",
+        "EMP",
+    )
+    assert (ddl["object_type"], ddl["current_schema"], ddl["scn"]) == ("TABLE", "HR", 500)
+    assert ddl["ddl_text"] == "alter table hr.emp add (nickname varchar2(30))"
+    assert (commit["command_type"], commit["scn"]) == ("COMMIT", 501)

@@ -22,9 +22,9 @@ commit the same builder later: the apply keeps them in its spill meanwhile).
 
 Row LCRs (INSERT, UPDATE, DELETE), piecewise LOB LCRs (:meth:`~TransactionBuilder.lob_write`,
 :meth:`~TransactionBuilder.lob_trim`, :meth:`~TransactionBuilder.lob_erase`) and COMMIT/ROLLBACK.
-There is no builder for DDL LCRs yet, because the engine does not apply them (DDL is kept in
-bronze but not applied to silver); a test that needs one can land a hand-written contract dict
-(see the LCR contract).
+DDL LCRs (:meth:`~TransactionBuilder.ddl`) are built as the contract describes them (a DDL is its
+own transaction: end it with ``commit()``); the engine keeps them in bronze and counts them but does
+not apply them to silver yet (README: "What is not built yet").
 
 SCNs: a transaction started with ``scn=N`` numbers its LCRs N, N+1, ... and its COMMIT gets the
 next one. Without ``scn`` the transaction draws SCNs from a shared :class:`ScnClock` at the moment
@@ -564,6 +564,35 @@ class TransactionBuilder:
             lob_offset=offset,
             lob_operation_size=size,
         )
+
+    # --- DDL -------------------------------------------------------------------------------------
+    def ddl(
+        self,
+        table: str,
+        ddl_text: str,
+        *,
+        command_type: str | None = None,
+        object_type: str = "TABLE",
+        logon_user: str | None = None,
+        scn: int | None = None,
+    ) -> TransactionBuilder:
+        """A DDL LCR on ``table`` (``OWNER.NAME``) with its statement text. ``command_type``
+        defaults to the statement's first two words (``ALTER TABLE``, ``TRUNCATE TABLE``, ...)."""
+        owner, _ = _split_object(table)
+        words = ddl_text.split()
+        kind = command_type or " ".join(words[:2]).upper()
+        if not kind:
+            raise InvalidLcrError("a DDL LCR needs its statement text or a command_type")
+        self._row(
+            kind,
+            table,
+            scn,
+            object_type=object_type,
+            ddl_text=ddl_text,
+            logon_user=logon_user or owner,
+            current_schema=owner,
+        )
+        return self
 
     # --- ends -------------------------------------------------------------------------------------
     def _take(self, state: TransactionState, commit_scn: int | None) -> Transaction:
