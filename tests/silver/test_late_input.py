@@ -11,7 +11,7 @@ from lakeapply.runtime.catalog import Catalog
 from lakeapply.silver import dictionary
 from lakeapply.silver.engine import apply_status, run_apply
 from tests.silver.bronze_fixture import land
-from tests.silver.test_watermarks import (
+from tests.silver.hand_lcrs import (
     DB,
     commit,
     error_queue,
