@@ -336,6 +336,12 @@ def test_debezium_files_land_end_events_as_commits_and_apply_committed_transacti
 
     late = lakeapply.bronze().where("transaction_id = '7.1.1' AND command_type = 'COMMIT'")
     assert [r.scn for r in late.collect()] == [2126001]
+    # The apply had already passed SCN 2126001 (later transactions without metadata committed
+    # above it), so applying 7.1.1 now would break commit-SCN order: it waits in the error queue
+    # as a late COMMIT (ORA-20002) until the DBA re-executes it.
+    [queued] = lakeapply.error_queue().where("source_transaction_id = '7.1.1'").collect()
+    assert queued.error_number == 20002
+    lakeapply.execute_error(lakeapply.local_transaction_id("7.1.1"))
     assert (Decimal(1007), "open@example.com") in {
         (r.ID, r.EMAIL) for r in lakeapply.silver(CUSTOMERS.qualified_name).collect()
     }
