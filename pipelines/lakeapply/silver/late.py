@@ -17,7 +17,7 @@ Why the error queue and not the quarantine: the quarantine holds lines that brea
 contract, one line at a time, with no transaction and no way back; these LCRs are valid, belong
 to a transaction, and the DBA's tools for a transaction that could not be applied in order are
 the error queue's (DBA_APPLY_ERROR and its messages, EXECUTE_ERROR, DELETE_ERROR). The numbers
-are in Oracle's user-defined range (ORA-20000..20999, what RAISE_APPLICATION_ERROR raises):
+are in Oracle's user-defined range (20000 to 20999, what RAISE_APPLICATION_ERROR raises):
 Oracle's apply has no error for input that arrives out of order, because its capture never sends
 any. Transactions already processed (redelivered ones) are not late input: they are never
 flagged here.
