@@ -1023,7 +1023,7 @@ def _before(cut: Position | None) -> Column:
 def _record_outcomes(
     cycle: _Cycle, inputs: _CycleInput, fold: _FoldOutcome, now: datetime
 ) -> tuple[DataFrame, dict[str, int]]:
-    """Step 5b: the outcome of every processed transaction (APPLIED, IGNORED, ERROR) and the
+    """Step 5b: the outcome of every processed transaction (APPLIED, DISCARDED, ERROR) and the
     error queue; returns the processed transactions, and per source database the error
     transactions made of late LCRs (queued, but no transaction of this cycle)."""
     spark, settings, plan = cycle.spark, cycle.settings, cycle.plan
