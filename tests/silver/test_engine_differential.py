@@ -123,6 +123,7 @@ def test_engine_matches_the_reference_on_workloads_that_carry_on_after_errors(
         differential.compare_gold(reference_outcome(workload), gold)
 
 
+@pytest.mark.slow  # ~25 min on 2 cores since workloads draw LOB pieces and redeliveries
 def test_engine_matches_the_reference_across_cycles_with_a_crash_between_them(
     spark: SparkSession, tmp_path: Path
 ) -> None:
