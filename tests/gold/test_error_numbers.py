@@ -36,7 +36,17 @@ def error_numbers_accepted_by_dbt() -> set[int]:
 
 
 def test_the_engine_raises_errors_the_reader_can_find() -> None:
-    assert {1, 904, 957, 20001, 22275, 26687, 26688, 26786, 26787} <= error_numbers_raised_by_the_engine()
+    assert {
+        1,
+        904,
+        957,
+        20001,
+        22275,
+        26687,
+        26688,
+        26786,
+        26787,
+    } <= error_numbers_raised_by_the_engine()
 
 
 def test_every_error_number_the_engine_raises_is_accepted_by_the_gold_tests() -> None:
