@@ -42,7 +42,7 @@ def test_expected_rows_get_the_silver_tables_schema(lakeapply: LakeapplyHarness)
     assert lakeapply.silver_table_name("HR.EMP") == "emp"
     assert expected.schema == T.StructType(
         [
-            T.StructField("ID", T.DecimalType(6, 0), True),
+            T.StructField("ID", T.DecimalType(6, 0), False),  # the primary key: NOT NULL
             T.StructField("NAME", T.StringType(), True),
         ]
     )
