@@ -57,7 +57,7 @@ def test_the_installed_wheel_runs_the_demo_outside_the_repository(
         timeout=1200,
     )
     assert demo.returncode == 0, demo.stdout + demo.stderr
-    assert "gold: dbt build OK" in demo.stdout
+    assert "gold: dbt run OK" in demo.stdout
     assert "silver: APPLY_DEMO cycle 1" in demo.stdout
     console = demo.stdout + demo.stderr
     for noise in (":: resolution report ::", "log4j", "HiveAlterHandler", "WARN ", "Ivy"):

@@ -106,12 +106,15 @@ class GoldReport:
     def summary(self) -> str:
         """One line, e.g. ``dbt build OK: 27 views, 44 tests passed, 6 unit tests passed (52.1 s)``."""
         parts = [f"{self.models} views"] if self.models else []
-        parts.append(f"{self.tests_passed} tests passed")
+        runs_tests = self.command in ("build", "test")  # `dbt run` runs none: no "0 passed"
+        if runs_tests:
+            parts.append(f"{self.tests_passed} tests passed")
         if self.tests_warned:
             parts.append(f"{self.tests_warned} warned")
         if self.tests_failed:
             parts.append(f"{self.tests_failed} failed")
-        parts.append(f"{self.unit_tests_passed} unit tests passed")
+        if runs_tests:
+            parts.append(f"{self.unit_tests_passed} unit tests passed")
         if self.unit_tests_failed:
             parts.append(f"{self.unit_tests_failed} unit tests failed")
         if self.errors:
