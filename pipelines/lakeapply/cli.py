@@ -918,6 +918,142 @@ def set_update_conflict_handler_command(
     )
 
 
+def _rule_options(function: Any) -> Any:
+    for option in reversed(
+        (
+            click.option("--source-database", default=None, help="Match this source database."),
+            click.option("--schema", default=None, help="Match this object_owner (schema rule)."),
+            click.option("--table", default=None, help="Match this object_name (needs --schema)."),
+            click.option("--tag", default=None, help="NULL, 'NOT NULL' or a tag value in hex."),
+        )
+    ):
+        function = option(function)
+    return function
+
+
+def _rule(
+    source_database: str | None, schema: str | None, table: str | None, tag: str | None
+) -> Any:
+    fields = {"source_database": source_database, "schema": schema, "table": table, "tag": tag}
+    return {name: value for name, value in fields.items() if value is not None}
+
+
+@admin_group.command("add-rule")
+@click.argument("apply_name")
+@click.argument("rule_set", type=click.Choice(["positive", "negative"], case_sensitive=False))
+@_rule_options
+@click.pass_obj
+def add_rule_command(
+    obj: CliContext,
+    apply_name: str,
+    rule_set: str,
+    source_database: str | None,
+    schema: str | None,
+    table: str | None,
+    tag: str | None,
+) -> None:
+    """ADD_GLOBAL/SCHEMA/TABLE_RULES: add a rule to the positive or negative rule set."""
+    _admin_call(obj, "add_rule", apply_name, rule_set, _rule(source_database, schema, table, tag))
+
+
+@admin_group.command("remove-rule")
+@click.argument("apply_name")
+@click.argument("rule_set", type=click.Choice(["positive", "negative"], case_sensitive=False))
+@_rule_options
+@click.option("--all", "every_rule", is_flag=True, help="Remove every rule of the set.")
+@click.pass_obj
+def remove_rule_command(
+    obj: CliContext,
+    apply_name: str,
+    rule_set: str,
+    source_database: str | None,
+    schema: str | None,
+    table: str | None,
+    tag: str | None,
+    every_rule: bool,
+) -> None:
+    """REMOVE_RULE: remove one rule (the same options as add-rule), or --all of the set."""
+    rule = None if every_rule else _rule(source_database, schema, table, tag)
+    if rule == {}:
+        raise click.UsageError("name the rule (--source-database/--schema/--table/--tag) or --all")
+    _admin_call(obj, "remove_rule", apply_name, rule_set, rule)
+
+
+@admin_group.command("add-transformation")
+@click.argument("apply_name")
+@click.argument("source_database")
+@click.argument("object_name")
+@click.option("--delete-column", default=None, metavar="COLUMN")
+@click.option("--rename-column", default=None, metavar="FROM:TO")
+@click.option("--keep-columns", default=None, metavar="A,B,...")
+@click.option("--add-column", default=None, metavar="COLUMN")
+@click.option("--value", default=None, help="--add-column: a constant value.")
+@click.option("--expression", default=None, help="--add-column: Spark SQL over the LCR.")
+@click.option("--data-type", default=None, help="--add-column: the value's data_type.")
+@click.option("--value-type", type=click.Choice(["NEW", "OLD", "*"]), default=None)
+@click.option("--step", type=click.IntRange(min=1), default=None, help="1-based; default: last.")
+@click.pass_obj
+def add_transformation_command(
+    obj: CliContext,
+    apply_name: str,
+    source_database: str,
+    object_name: str,
+    delete_column: str | None,
+    rename_column: str | None,
+    keep_columns: str | None,
+    add_column: str | None,
+    value: str | None,
+    expression: str | None,
+    data_type: str | None,
+    value_type: str | None,
+    step: int | None,
+) -> None:
+    """DELETE_COLUMN / RENAME_COLUMN / ADD_COLUMN / KEEP_COLUMNS (operation ADD) on a table."""
+    kinds = [k for k in (delete_column, rename_column, keep_columns, add_column) if k is not None]
+    if len(kinds) != 1:
+        raise click.UsageError(
+            "give exactly one of --delete-column, --rename-column, --keep-columns, --add-column"
+        )
+    transformation: dict[str, Any] = {}
+    if delete_column is not None:
+        transformation["delete_column"] = delete_column
+    elif rename_column is not None:
+        source, colon, target = rename_column.partition(":")
+        if not colon:
+            raise click.UsageError("--rename-column takes FROM:TO")
+        transformation["rename_column"] = {"from": source, "to": target}
+    elif keep_columns is not None:
+        transformation["keep_columns"] = _columns(keep_columns)
+    else:
+        added = {"column": add_column, "value": value, "expression": expression}
+        added["data_type"] = data_type
+        transformation["add_column"] = {k: v for k, v in added.items() if v is not None}
+    if value_type is not None:
+        transformation["value_type"] = value_type
+    _admin_call(
+        obj,
+        "add_transformation",
+        apply_name,
+        source_database,
+        object_name,
+        transformation,
+        step,
+    )
+
+
+@admin_group.command("remove-transformation")
+@click.argument("apply_name")
+@click.argument("source_database")
+@click.argument("object_name")
+@click.option("--step", type=click.IntRange(min=1), default=None, help="Default: every step.")
+@click.pass_obj
+def remove_transformation_command(
+    obj: CliContext, apply_name: str, source_database: str, object_name: str, step: int | None
+) -> None:
+    """The same procedures with operation REMOVE: one step, or every step of the table."""
+    _admin_call(obj, "remove_transformation", apply_name, source_database, object_name, step)
+
+
 @main.command()
 @click.option(
     "--command",

@@ -251,3 +251,73 @@ def test_publishing_rewrites_dictionary_rows_without_replacing_the_table(
         history = DeltaTable.forName(spark, catalog.apply_table(name)).history().collect()
         operations = {row.operation for row in history}
         assert not any("REPLACE" in operation for operation in operations), (name, operations)
+
+
+def test_rules_added_and_removed_through_the_api_load_back_in_their_rule_sets(
+    spark: SparkSession, catalog: Catalog
+) -> None:
+    admin.publish_settings(spark, catalog, replace(DEMO, apply_name="APPLY_RULES"))
+    admin.add_rule(spark, catalog, "APPLY_RULES", "negative", {"tag": "NOT NULL"})
+    admin.add_rule(spark, catalog, "APPLY_RULES", "positive", {"schema": "US03"})
+    admin.add_rule(spark, catalog, "APPLY_RULES", "POSITIVE", {"schema": "SYNTH", "table": "T001"})
+    loaded = admin.load_settings(spark, catalog, "APPLY_RULES")
+    assert [(r.tag, r.level) for r in loaded.negative_rules] == [("NOT NULL", "GLOBAL")]
+    assert [(r.schema, r.table) for r in loaded.positive_rules or ()] == [
+        ("US03", None),
+        ("SYNTH", "T001"),
+    ]
+
+    admin.remove_rule(spark, catalog, "APPLY_RULES", "positive", {"schema": "US03"})
+    admin.remove_rule(spark, catalog, "APPLY_RULES", "negative", None)
+    loaded = admin.load_settings(spark, catalog, "APPLY_RULES")
+    assert loaded.negative_rules == ()
+    assert [(r.schema, r.table) for r in loaded.positive_rules or ()] == [("SYNTH", "T001")]
+    # The last positive rule takes the positive rule set with it: table rules alone again.
+    admin.remove_rule(
+        spark, catalog, "APPLY_RULES", "positive", {"schema": "SYNTH", "table": "T001"}
+    )
+    assert admin.load_settings(spark, catalog, "APPLY_RULES").positive_rules is None
+
+
+def test_a_rule_the_configuration_file_would_refuse_is_refused_by_the_api_too(
+    spark: SparkSession, catalog: Catalog
+) -> None:
+    admin.publish_settings(spark, catalog, replace(DEMO, apply_name="APPLY_BAD_RULES"))
+    with pytest.raises(ConfigurationError, match=r"ADD_RULES NEGATIVE: tag: 'maybe' does not"):
+        admin.add_rule(spark, catalog, "APPLY_BAD_RULES", "negative", {"tag": "maybe"})
+    with pytest.raises(ConfigurationError, match="'schema' is a dependency of 'table'"):
+        admin.add_rule(spark, catalog, "APPLY_BAD_RULES", "negative", {"table": "T001"})
+    with pytest.raises(ConfigurationError, match="not POSITIVE or NEGATIVE"):
+        admin.add_rule(spark, catalog, "APPLY_BAD_RULES", "neutral", {"schema": "US03"})
+    with pytest.raises(ConfigurationError, match="has no rule"):
+        admin.remove_rule(spark, catalog, "APPLY_BAD_RULES", "negative", {"schema": "US03"})
+    assert admin.load_settings(spark, catalog, "APPLY_BAD_RULES").negative_rules == ()
+
+
+def test_transformation_steps_are_inserted_and_removed_at_their_step_numbers(
+    spark: SparkSession, catalog: Catalog
+) -> None:
+    admin.publish_settings(spark, catalog, replace(DEMO, apply_name="APPLY_STEPS"))
+    add = admin.add_transformation
+    add(spark, catalog, "APPLY_STEPS", "ORCL", STUDENT, {"delete_column": "NICKNAME"})
+    add(spark, catalog, "APPLY_STEPS", "ORCL", STUDENT, {"keep_columns": ["STUDENT_KEY"]})
+    rename = {"rename_column": {"from": "LAST_NAME", "to": "SURNAME"}}
+    add(spark, catalog, "APPLY_STEPS", "ORCL", STUDENT, rename, 2)
+    steps = _student(admin.load_settings(spark, catalog, "APPLY_STEPS")).transformations
+    assert [(s.kind.value, s.columns) for s in steps] == [
+        ("DELETE COLUMN", ("NICKNAME",)),
+        ("RENAME COLUMN", ("LAST_NAME", "SURNAME")),
+        ("KEEP COLUMNS", ("STUDENT_KEY",)),
+    ]
+
+    admin.remove_transformation(spark, catalog, "APPLY_STEPS", "ORCL", STUDENT, 1)
+    steps = _student(admin.load_settings(spark, catalog, "APPLY_STEPS")).transformations
+    assert [s.kind.value for s in steps] == ["RENAME COLUMN", "KEEP COLUMNS"]
+    with pytest.raises(ConfigurationError, match="has no transformation step 3"):
+        admin.remove_transformation(spark, catalog, "APPLY_STEPS", "ORCL", STUDENT, 3)
+    with pytest.raises(ConfigurationError, match="step number 9 is outside 1..3"):
+        add(spark, catalog, "APPLY_STEPS", "ORCL", STUDENT, {"delete_column": "X"}, 9)
+    with pytest.raises(ConfigurationError, match="ADD_TRANSFORMATION US03.STUDENT"):
+        add(spark, catalog, "APPLY_STEPS", "ORCL", STUDENT, {"drop_column": "X"})
+    admin.remove_transformation(spark, catalog, "APPLY_STEPS", "ORCL", STUDENT, None)
+    assert _student(admin.load_settings(spark, catalog, "APPLY_STEPS")).transformations == ()

@@ -29,6 +29,7 @@ from lakeapply.contract.table_definitions import TableDefinition, table_definiti
 from lakeapply.errors import ConfigurationError
 from lakeapply.runtime.catalog import Catalog
 from lakeapply.silver import dictionary, engine
+from lakeapply.silver.config import checked_rule, checked_transformation
 from lakeapply.silver.rules import rule_condition_text
 from lakeapply.silver.settings import (
     ApplyRule,
@@ -53,6 +54,8 @@ from lakeapply.silver.validation import (
 __all__ = [
     "EXPORT_FORMATS",
     "PARAMETERS",
+    "add_rule",
+    "add_transformation",
     "compare_old_values",
     "delete_all_errors",
     "delete_error",
@@ -61,6 +64,8 @@ __all__ = [
     "instantiate",
     "load_settings",
     "publish_settings",
+    "remove_rule",
+    "remove_transformation",
     "set_global_instantiation_scn",
     "set_key_columns",
     "set_parameter",
@@ -710,6 +715,125 @@ def set_update_conflict_handler(
         _with_table(settings, replace(table, update_conflict_handlers=handlers)),
         settings,
     )
+
+
+RULE_SETS = ("POSITIVE", "NEGATIVE")
+
+
+def _rule_set(apply_name: str, rule_set: str, procedure: str) -> str:
+    kind = rule_set.strip().upper()
+    if kind not in RULE_SETS:
+        raise _fail(apply_name, procedure, f"rule set {rule_set!r} is not POSITIVE or NEGATIVE")
+    return kind
+
+
+def _with_rules(settings: ApplySettings, kind: str, rules: tuple[ApplyRule, ...]) -> ApplySettings:
+    if kind == "NEGATIVE":
+        return replace(settings, negative_rules=rules)
+    return replace(settings, positive_rules=rules or None)
+
+
+def add_rule(
+    spark: SparkSession,
+    catalog: Catalog,
+    apply_name: str,
+    rule_set: str,
+    rule: dict[str, Any],
+) -> None:
+    """ADD_GLOBAL_RULES / ADD_SCHEMA_RULES / ADD_TABLE_RULES: append ``rule`` (the form of a
+    ``rules.positive`` / ``rules.negative`` entry of lakeapply.yml, e.g. ``{"schema": "HR"}`` or
+    ``{"tag": "NOT NULL"}``) to the POSITIVE (inclusion) or NEGATIVE rule set. Adding the first
+    positive rule creates the positive rule set: from then on an LCR must match one of them."""
+    procedure = "ADD_RULES"
+    settings = load_settings(spark, catalog, apply_name)
+    kind = _rule_set(settings.apply_name, rule_set, procedure)
+    added = checked_rule(rule, f"{settings.apply_name}: {procedure} {kind}")
+    current = settings.negative_rules if kind == "NEGATIVE" else settings.positive_rules or ()
+    if added in current:
+        raise _fail(settings.apply_name, procedure, f"the {kind} rule set already has {rule}")
+    _publish(spark, catalog, _with_rules(settings, kind, (*current, added)), settings)
+
+
+def remove_rule(
+    spark: SparkSession,
+    catalog: Catalog,
+    apply_name: str,
+    rule_set: str,
+    rule: dict[str, Any] | None,
+) -> None:
+    """REMOVE_RULE: drop ``rule`` (as given to :func:`add_rule`) from the rule set; None drops
+    every rule of the set (Oracle's REMOVE_RULE with a NULL rule name). A positive rule set left
+    without rules is removed, so the apply process is back to its table rules alone."""
+    procedure = "REMOVE_RULE"
+    settings = load_settings(spark, catalog, apply_name)
+    kind = _rule_set(settings.apply_name, rule_set, procedure)
+    current = settings.negative_rules if kind == "NEGATIVE" else settings.positive_rules or ()
+    if rule is None:
+        kept: tuple[ApplyRule, ...] = ()
+    else:
+        removed = checked_rule(rule, f"{settings.apply_name}: {procedure} {kind}")
+        if removed not in current:
+            raise _fail(settings.apply_name, procedure, f"the {kind} rule set has no rule {rule}")
+        kept = tuple(existing for existing in current if existing != removed)
+    _publish(spark, catalog, _with_rules(settings, kind, kept), settings)
+
+
+def add_transformation(
+    spark: SparkSession,
+    catalog: Catalog,
+    apply_name: str,
+    source_database: str,
+    object_name: str,
+    step: dict[str, Any],
+    step_number: int | None = None,
+) -> None:
+    """DBMS_STREAMS_ADM.DELETE_COLUMN / RENAME_COLUMN / ADD_COLUMN / KEEP_COLUMNS with operation
+    ADD: insert ``step`` (the form of a ``transformations`` entry of lakeapply.yml, e.g.
+    ``{"delete_column": "NICKNAME"}``) into the table's steps at ``step_number`` (1-based;
+    None: after the last). The steps run in order on the table's row LCRs from the next cycle."""
+    procedure = "ADD_TRANSFORMATION"
+    settings = load_settings(spark, catalog, apply_name)
+    table = _find_table(settings, source_database, object_name, procedure)
+    added = checked_transformation(step, f"{settings.apply_name}: {procedure} {object_name}")
+    steps = list(table.transformations)
+    position = len(steps) + 1 if step_number is None else step_number
+    if not 1 <= position <= len(steps) + 1:
+        raise _fail(
+            settings.apply_name,
+            procedure,
+            f"step number {step_number} is outside 1..{len(steps) + 1} for {object_name}",
+        )
+    steps.insert(position - 1, added)
+    changed = replace(table, transformations=tuple(steps))
+    _publish(spark, catalog, _with_table(settings, changed), settings)
+
+
+def remove_transformation(
+    spark: SparkSession,
+    catalog: Catalog,
+    apply_name: str,
+    source_database: str,
+    object_name: str,
+    step_number: int | None,
+) -> None:
+    """The same procedures with operation REMOVE: drop step ``step_number`` (1-based, as
+    DBA_STREAMS_TRANSFORMATIONS numbers them) of the table's transformations; None drops all."""
+    procedure = "REMOVE_TRANSFORMATION"
+    settings = load_settings(spark, catalog, apply_name)
+    table = _find_table(settings, source_database, object_name, procedure)
+    steps = list(table.transformations)
+    if step_number is None:
+        steps = []
+    elif 1 <= step_number <= len(steps):
+        del steps[step_number - 1]
+    else:
+        raise _fail(
+            settings.apply_name,
+            procedure,
+            f"{object_name} has no transformation step {step_number} ({len(steps)} steps)",
+        )
+    changed = replace(table, transformations=tuple(steps))
+    _publish(spark, catalog, _with_table(settings, changed), settings)
 
 
 def start_apply(spark: SparkSession, catalog: Catalog, apply_name: str) -> None:

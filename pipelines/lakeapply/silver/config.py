@@ -35,13 +35,42 @@ from lakeapply.silver.settings import (
 )
 from lakeapply.silver.validation import validate_settings
 
-__all__ = ["config_json_schema", "load_config", "rule_from_dict", "transformation_from_dict"]
+__all__ = [
+    "checked_rule",
+    "checked_transformation",
+    "config_json_schema",
+    "load_config",
+    "rule_from_dict",
+    "transformation_from_dict",
+]
 
 
 @cache
 def config_json_schema() -> dict[str, Any]:
     schema: dict[str, Any] = json.loads((SCHEMAS_DIR / "lakeapply.schema.json").read_text())
     return schema
+
+
+def _part_schema(part: dict[str, Any]) -> dict[str, Any]:
+    """A sub-schema of lakeapply.schema.json that still resolves its ``#/$defs/...`` references."""
+    return {"$defs": config_json_schema()["$defs"], **part}
+
+
+def checked_rule(rule: Mapping[str, Any], origin: str) -> ApplyRule:
+    """A rule given to the admin API, checked against the same JSON Schema entry as a
+    ``rules.positive`` / ``rules.negative`` entry of lakeapply.yml."""
+    validate_document(dict(rule), _part_schema({"$ref": "#/$defs/rule"}), origin)
+    return rule_from_dict(rule)
+
+
+def checked_transformation(step: Mapping[str, Any], origin: str) -> ColumnTransformation:
+    """A transformation step given to the admin API, checked against the same JSON Schema entry
+    as a ``transformations`` entry of lakeapply.yml."""
+    table_properties = config_json_schema()["$defs"]["table"]["properties"]
+    validate_document(
+        dict(step), _part_schema(table_properties["transformations"]["items"]), origin
+    )
+    return transformation_from_dict(step)
 
 
 def load_config(path: Path) -> tuple[ApplySettings, ...]:

@@ -1,0 +1,90 @@
+"""The rule and transformation admin commands pass the API exactly what a user typed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from lakeapply import cli
+from lakeapply.silver import admin
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, tuple[Any, ...]]]:
+    """The admin API calls the commands make, without a Spark session."""
+    seen: list[tuple[str, tuple[Any, ...]]] = []
+    monkeypatch.setattr(cli, "_spark", lambda obj: "spark")
+    for name in ("add_rule", "remove_rule", "add_transformation", "remove_transformation"):
+        monkeypatch.setattr(admin, name, lambda *args, _name=name: seen.append((_name, args[2:])))
+    return seen
+
+
+def _invoke(*args: str) -> str:
+    result = CliRunner().invoke(cli.main, ["admin", *args])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_add_rule_passes_the_named_fields_as_a_rule(calls: list[Any]) -> None:
+    _invoke("add-rule", "APPLY_X", "negative", "--schema", "HR", "--table", "AUDIT")
+    _invoke("add-rule", "APPLY_X", "positive", "--tag", "NOT NULL")
+    assert calls == [
+        ("add_rule", ("APPLY_X", "negative", {"schema": "HR", "table": "AUDIT"})),
+        ("add_rule", ("APPLY_X", "positive", {"tag": "NOT NULL"})),
+    ]
+
+
+def test_remove_rule_needs_a_rule_or_all(calls: list[Any]) -> None:
+    _invoke("remove-rule", "APPLY_X", "negative", "--all")
+    result = CliRunner().invoke(cli.main, ["admin", "remove-rule", "APPLY_X", "negative"])
+    assert result.exit_code == 2
+    assert "name the rule" in result.output
+    assert calls == [("remove_rule", ("APPLY_X", "negative", None))]
+
+
+def test_add_transformation_builds_the_configuration_file_form_of_each_step(
+    calls: list[Any],
+) -> None:
+    base = ("add-transformation", "APPLY_X", "ORCL", "HR.EMP")
+    _invoke(*base, "--delete-column", "NICKNAME")
+    _invoke(*base, "--rename-column", "LAST_NAME:SURNAME", "--step", "1")
+    _invoke(*base, "--keep-columns", "ID, NAME")
+    _invoke(*base, "--add-column", "SITE", "--value", "LYON", "--value-type", "*")
+    steps = [(args[3], args[4]) for _, args in calls]
+    assert steps == [
+        ({"delete_column": "NICKNAME"}, None),
+        ({"rename_column": {"from": "LAST_NAME", "to": "SURNAME"}}, 1),
+        ({"keep_columns": ["ID", "NAME"]}, None),
+        ({"add_column": {"column": "SITE", "value": "LYON"}, "value_type": "*"}, None),
+    ]
+
+
+def test_add_transformation_wants_exactly_one_kind_of_step(calls: list[Any]) -> None:
+    result = CliRunner().invoke(
+        cli.main,
+        [
+            "admin",
+            "add-transformation",
+            "APPLY_X",
+            "ORCL",
+            "HR.EMP",
+            "--delete-column",
+            "A",
+            "--keep-columns",
+            "B",
+        ],
+    )
+    assert result.exit_code == 2
+    assert "exactly one of" in result.output
+    assert calls == []
+
+
+def test_remove_transformation_without_a_step_removes_every_step(calls: list[Any]) -> None:
+    _invoke("remove-transformation", "APPLY_X", "ORCL", "HR.EMP")
+    _invoke("remove-transformation", "APPLY_X", "ORCL", "HR.EMP", "--step", "2")
+    assert calls == [
+        ("remove_transformation", ("APPLY_X", "ORCL", "HR.EMP", None)),
+        ("remove_transformation", ("APPLY_X", "ORCL", "HR.EMP", 2)),
+    ]
