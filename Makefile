@@ -53,6 +53,10 @@ bench: $(BENCH_STAMP) ## Apply benchmark vs floor/alternatives (BENCH_ARGS="--si
 bench-scaling: $(BENCH_STAMP) ## Fixed 100k changes into tables of 100k vs 10M rows
 	$(BIN)/python benchmarks/apply_bench.py --scaling $(BENCH_ARGS)
 
+.PHONY: bench-big
+bench-big: $(BENCH_STAMP) ## One 1M-LCR transaction, 100k open transactions, one open over 100 cycles: time + peak memory
+	$(BIN)/python benchmarks/big_transactions.py $(BENCH_ARGS)
+
 .PHONY: lint
 lint: $(STAMP) ## ruff lint + format check
 	$(BIN)/ruff check pipelines tests benchmarks examples
