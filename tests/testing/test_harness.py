@@ -51,7 +51,7 @@ def test_expected_rows_get_the_silver_tables_schema(lakeapply: LakeapplyHarness)
         lakeapply.silver("HR.DEPT")
 
 
-def test_an_open_transaction_applies_once_its_commit_lands_and_a_rollback_never(
+def test_an_open_transaction_waits_in_the_spill_and_a_rollback_never_applies(
     lakeapply: LakeapplyHarness,
 ) -> None:
     lakeapply.configure(apply_settings(EMP))
@@ -68,6 +68,7 @@ def test_an_open_transaction_applies_once_its_commit_lands_and_a_rollback_never(
     progress = lakeapply.latest_progress().select("oldest_scn", "total_rolled_back").first()
     assert progress is not None
     assert (progress.oldest_scn, progress.total_rolled_back) == (first_part.lcrs[0]["scn"], 1)
+    assert [row.scn for row in lakeapply.spill().collect()] == [first_part.lcrs[0]["scn"]]
 
     lakeapply.run(long_running.commit())
 
@@ -77,6 +78,7 @@ def test_an_open_transaction_applies_once_its_commit_lands_and_a_rollback_never(
         ignore_row_order=True,
     )
     assert lakeapply.apply_status() == "ENABLED"
+    assert lakeapply.spill().count() == 0
 
 
 def test_a_reused_session_without_delta_is_refused_with_the_reason() -> None:

@@ -530,6 +530,12 @@ class LakeapplyHarness:
         latest = progress.groupBy("source_database").agg(F.max("cycle_id").alias("cycle_id"))
         return progress.join(latest, ["source_database", "cycle_id"], "left_semi")
 
+    def spill(self) -> DataFrame:
+        """The LCRs the apply holds back between cycles (bronze's columns): those of transactions
+        still open, whose COMMIT has not landed yet, and of committed ones it deferred. Empty once
+        everything landed is processed."""
+        return self._apply_table(dictionary.SPILL)
+
     def transactions(self) -> DataFrame:
         """The outcome of every committed transaction processed: APPLIED, DISCARDED (every
         change at or below the instantiation SCN) or ERROR."""
