@@ -12,8 +12,17 @@ from chispa import assert_df_equality
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
+from lakeapply.bronze.tables import lcr_table_schema
 from lakeapply.errors import ConfigurationError, EnvironmentSetupError
-from lakeapply.testing import LakeapplyHarness, apply_settings, destination, table_definition
+from lakeapply.testing import (
+    InvalidLcrError,
+    LakeapplyHarness,
+    apply_settings,
+    bronze_frame,
+    destination,
+    table_definition,
+    txn,
+)
 from lakeapply.testing.plugin import require_delta
 
 EMP = table_definition(
@@ -97,3 +106,21 @@ def test_land_lines_goes_through_ingest_and_quarantines_what_breaks_the_contract
 
     assert [row.scn for row in lakeapply.bronze().collect()] == [5]
     assert [row.line_number for row in lakeapply.quarantine().collect()] == [2]
+
+
+def test_bronze_frame_gives_lcrs_as_bronze_rows_without_landing_them(spark: SparkSession) -> None:
+    changes = txn("ORCL", scn=7).insert("HR.EMP", ID=1, NAME="Ann").commit()
+
+    frame = bronze_frame(spark, changes)
+
+    assert [(f.name, f.dataType) for f in frame.schema] == [
+        (f.name, f.dataType) for f in lcr_table_schema()
+    ]
+    rows = frame.orderBy("line_number").collect()
+    assert [(row.command_type, row.scn, row.lcr_kind) for row in rows] == [
+        ("INSERT", 7, "ROW"),
+        ("COMMIT", 8, "DIRECTIVE"),
+    ]
+    assert [(v.column_name, v.value) for v in rows[0].new_values] == [("ID", "1"), ("NAME", "Ann")]
+    with pytest.raises(InvalidLcrError, match="command_type"):
+        bronze_frame(spark, {"command_type": "INSERT"})
