@@ -9,80 +9,72 @@ from typing import Any
 
 import pytest
 
-from lakeapply.contract.table_definitions import table_definition_from_dict
 from lakeapply.silver.rowops import ApplyRowError, apply_row_lcr
-from lakeapply.silver.settings import DestinationTable
+from lakeapply.testing import TransactionBuilder, destination, table_definition, txn
 
-ACCOUNT = DestinationTable(
-    source_database="DB",
-    definition=table_definition_from_dict(
+ACCOUNT = destination(
+    table_definition(
+        "APP.ACCOUNT",
         {
-            "owner": "APP",
-            "name": "ACCOUNT",
-            "columns": [
-                {"name": "ID", "type": "NUMBER(6)"},
-                {"name": "HOLDER", "type": "VARCHAR2(5)"},
-                {"name": "BALANCE", "type": "NUMBER(4,2)"},
-                {"name": "STATUS", "type": "VARCHAR2(4)", "nullable": False},
-            ],
-            "primary_key": ["ID"],
+            "ID": "NUMBER(6)",
+            "HOLDER": "VARCHAR2(5)",
+            "BALANCE": "NUMBER(4,2)",
+            "STATUS": "VARCHAR2(4)",
         },
-        "test ACCOUNT",
+        primary_key=["ID"],
+        not_null=["STATUS"],
     ),
+    source="DB",
     silver_table="account",
-    instantiation_scn=0,
 )
 STORED = {"ID": Decimal(1), "HOLDER": "Ann", "BALANCE": Decimal("1.00"), "STATUS": "OPEN"}
 
 
-def _values(image: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{"column_name": c, "data_type": "VARCHAR2", "value": v} for c, v in image.items()]
-
-
-def _lcr(command: str, old: dict[str, Any] | None = None, new: dict[str, Any] | None = None) -> Any:
-    lcr: dict[str, Any] = {"command_type": command}
-    if old is not None:
-        lcr["old_values"] = _values(old)
-    if new is not None:
-        lcr["new_values"] = _values(new)
+def one(change: TransactionBuilder) -> dict[str, Any]:
+    """The one row LCR of ``change``."""
+    [lcr] = change.open()
     return lcr
+
+
+A = "APP.ACCOUNT"
+T = txn("DB", tables=ACCOUNT)
 
 
 @pytest.mark.parametrize(
     ("lcr", "message"),
     [
         (
-            _lcr("INSERT", new={"ID": "1", "STATUS": "OPEN"}),
+            one(T.insert(A, ID=1, STATUS="OPEN")),
             "ORA-00001: unique constraint (APP.ACCOUNT) violated, key (ID)=(1)",
         ),
         (
-            _lcr("UPDATE", old={"ID": "2"}, new={"HOLDER": "Bo"}),
+            one(T.update(A, old={"ID": 2}, new={"HOLDER": "Bo"})),
             "ORA-26787: The row with key (ID)=(2) does not exist in table APP.ACCOUNT",
         ),
         (
-            _lcr("DELETE", old={"ID": "1", "HOLDER": "Zed"}),
+            one(T.delete(A, ID=1, HOLDER="Zed")),
             "ORA-26786: A row with key (ID)=(1) exists but has conflicting column(s) HOLDER "
             "in table APP.ACCOUNT",
         ),
         (
-            _lcr("INSERT", new={"ID": "3", "STATUS": None}),
+            one(T.insert(A, ID=3, STATUS=None)),
             'ORA-01400: cannot insert NULL into ("APP"."ACCOUNT"."STATUS"), key (ID)=(3)',
         ),
         (
-            _lcr("UPDATE", old={"ID": "1"}, new={"STATUS": None}),
+            one(T.update(A, old={"ID": 1}, new={"STATUS": None})),
             'ORA-01407: cannot update ("APP"."ACCOUNT"."STATUS") to NULL, key (ID)=(1)',
         ),
         (
-            _lcr("INSERT", new={"ID": "3", "NICK": "x", "STATUS": "OPEN"}),
+            one(T.insert(A, ID=3, NICK="x", STATUS="OPEN")),
             'ORA-00904: "NICK": invalid identifier, table APP.ACCOUNT, key (ID)=(3)',
         ),
         (
-            _lcr("INSERT", new={"ID": "3", "HOLDER": "toolong", "STATUS": "OPEN"}),
+            one(T.insert(A, ID=3, HOLDER="toolong", STATUS="OPEN")),
             'ORA-12899: value too large for column "HOLDER" (actual: 7, maximum: 5), '
             "table APP.ACCOUNT, key (ID)=(3)",
         ),
         (
-            _lcr("INSERT", new={"HOLDER": "Ann", "STATUS": "OPEN"}),
+            one(T.insert(A, HOLDER="Ann", STATUS="OPEN")),
             "ORA-26688: missing key in LCR: column ID of APP.ACCOUNT",
         ),
     ],

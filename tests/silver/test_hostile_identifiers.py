@@ -5,104 +5,57 @@ unicode apply like any other, and no name changes the SQL that runs (a sentinel 
 
 from __future__ import annotations
 
-from typing import Any
-
+from chispa import assert_df_equality
 from pyspark.sql import SparkSession
 
-from lakeapply.contract.table_definitions import table_definition_from_dict
 from lakeapply.runtime.catalog import Catalog, ensure_database
 from lakeapply.silver import admin
-from lakeapply.silver.engine import (
-    ensure_apply_tables,
-    ensure_destination_tables,
-    run_apply,
-    start_apply,
-)
-from lakeapply.silver.settings import ApplySettings, DestinationTable
-from tests.silver.bronze_fixture import land
+from lakeapply.silver.engine import ensure_apply_tables
+from lakeapply.testing import LakeapplyHarness, apply_settings, destination, table_definition
 
 DB = "EVIL.DB`; DROP TABLE x; --"
 OWNER = "MY SCHEMA`)"
 TABLE_NAME = "T;DROP TABLE sentinel"
+TABLE = f"{OWNER}.{TABLE_NAME}"
 KEY = "K`EY; DROP TABLE sentinel; --"
 VALUE = "FIRST NAME,(=)"
 KEYWORD = "select"
 UNICODE = "名前"
-DEFINITION = table_definition_from_dict(
-    {
-        "owner": OWNER,
-        "name": TABLE_NAME,
-        "columns": [
-            {"name": KEY, "type": "NUMBER(10)"},
-            {"name": VALUE, "type": "VARCHAR2(20)"},
-            {"name": KEYWORD, "type": "VARCHAR2(20)"},
-            {"name": UNICODE, "type": "VARCHAR2(20)"},
-        ],
-        "primary_key": [KEY],
-    },
-    "test",
+DEFINITION = table_definition(
+    TABLE,
+    {KEY: "NUMBER(10)", VALUE: "VARCHAR2(20)", KEYWORD: "VARCHAR2(20)", UNICODE: "VARCHAR2(20)"},
+    primary_key=[KEY],
 )
-SETTINGS = ApplySettings(
+SETTINGS = apply_settings(
+    destination(DEFINITION, source=DB, silver_table="hostile_t", instantiation_scn=1),
     apply_name="APPLY `x'; --",
-    source_databases=(DB,),
-    tables=(DestinationTable(DB, DEFINITION, "hostile_t", instantiation_scn=1),),
     disable_on_error=False,
 )
+INJECTION = "' OR '1'='1"
 
 
-def image(key: int, value: str) -> list[dict[str, Any]]:
-    return [
-        {"column_name": KEY, "data_type": "NUMBER", "value": str(key)},
-        {"column_name": VALUE, "data_type": "VARCHAR2", "value": value},
-        {"column_name": KEYWORD, "data_type": "VARCHAR2", "value": "' OR '1'='1"},
-        {"column_name": UNICODE, "data_type": "VARCHAR2", "value": value},
-    ]
-
-
-def lcr(command: str, txn: str, scn: int, **images: Any) -> dict[str, Any]:
-    return {
-        "source_database_name": DB,
-        "command_type": command,
-        "transaction_id": txn,
-        "scn": scn,
-        "object_owner": OWNER,
-        "object_name": TABLE_NAME,
-        **images,
-    }
-
-
-def commit(txn: str, scn: int) -> dict[str, Any]:
-    return {"source_database_name": DB, "command_type": "COMMIT", "transaction_id": txn, "scn": scn}
+def row(key: int, value: str) -> dict[str, object]:
+    return {KEY: key, VALUE: value, KEYWORD: INJECTION, UNICODE: value}
 
 
 def test_hostile_names_apply_like_any_other_and_the_sentinel_survives(
-    spark: SparkSession, catalog: Catalog
+    lakeapply: LakeapplyHarness,
 ) -> None:
-    ensure_database(spark, catalog.silver)
-    sentinel = catalog.silver_table("sentinel")
-    spark.sql(f"CREATE TABLE {sentinel} (id INT) USING delta")
-    ensure_apply_tables(spark, catalog)
-    ensure_destination_tables(spark, catalog, SETTINGS)
-    start_apply(spark, catalog, SETTINGS)
-    land(
-        spark,
-        catalog,
-        [
-            lcr("INSERT", "1.0.1", 10, new_values=image(1, "a")),
-            lcr("INSERT", "1.0.1", 11, new_values=image(2, "b")),
-            commit("1.0.1", 12),
-            lcr("UPDATE", "1.0.2", 20, old_values=image(1, "a"), new_values=image(1, "c")),
-            lcr("DELETE", "1.0.2", 21, old_values=image(2, "b")),
-            commit("1.0.2", 22),
-        ],
+    lakeapply.configure(SETTINGS)
+    sentinel = lakeapply.catalog.silver_table("sentinel")
+    lakeapply.spark.sql(f"CREATE TABLE {sentinel} (id INT) USING delta")
+
+    [report] = lakeapply.run(
+        lakeapply.txn().insert(TABLE, row(1, "a")).insert(TABLE, row(2, "b")).commit(),
+        lakeapply.txn()
+        .update(TABLE, old=row(1, "a"), new=row(1, "c"))
+        .delete(TABLE, row(2, "b"))
+        .commit(),
     )
 
-    [report] = run_apply(spark, catalog, SETTINGS)
-
     assert (report.applied, report.errors) == (2, 0)
-    rows = [row.asDict() for row in spark.table(catalog.silver_table("hostile_t")).collect()]
-    assert rows == [{KEY: 1, VALUE: "c", KEYWORD: "' OR '1'='1", UNICODE: "c"}]
-    assert spark.catalog.tableExists(sentinel)
+    assert_df_equality(lakeapply.silver(TABLE), lakeapply.expected(TABLE, [row(1, "c")]))
+    assert lakeapply.spark.catalog.tableExists(sentinel)
 
 
 def test_every_admin_command_takes_hostile_names_as_data(

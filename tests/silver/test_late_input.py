@@ -4,122 +4,124 @@ low watermark passed its commit SCN (ORA-20002), go to the error queue."""
 
 from __future__ import annotations
 
-from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
+from chispa import assert_df_equality
 
-from lakeapply.runtime.catalog import Catalog
-from lakeapply.silver import dictionary
-from lakeapply.silver.engine import apply_status, run_apply
-from tests.silver.bronze_fixture import land
-from tests.silver.hand_lcrs import (
-    DB,
-    commit,
-    error_queue,
-    latest_progress,
-    row,
-    settings,
-    start,
-)
+from lakeapply.testing import LakeapplyHarness, apply_settings, destination, table_definition
+
+DB = "WM.DB"
+T = table_definition("HR.T", {"ID": "NUMBER(10)", "V": "VARCHAR2(10)"}, primary_key=["ID"])
 
 
-def silver_keys(spark: SparkSession, catalog: Catalog) -> list[int]:
-    return sorted(r.ID for r in spark.table(catalog.silver_table("wm_t")).collect())
+def configured(lakeapply: LakeapplyHarness, disable_on_error: bool) -> LakeapplyHarness:
+    lakeapply.configure(
+        apply_settings(
+            destination(T, source=DB, instantiation_scn=100), disable_on_error=disable_on_error
+        )
+    )
+    return lakeapply
+
+
+def assert_silver_keys(lakeapply: LakeapplyHarness, *keys: int) -> None:
+    assert_df_equality(
+        lakeapply.silver("HR.T"),
+        lakeapply.expected("HR.T", [(key, "x") for key in keys]),
+        ignore_row_order=True,
+    )
+
+
+def assert_queued(lakeapply: LakeapplyHarness, *errors: tuple[str, int, int]) -> None:
+    """(source transaction id, source commit SCN, error number) of every error transaction."""
+    assert_df_equality(
+        lakeapply.error_queue().select(
+            "source_transaction_id", "source_commit_scn", "error_number"
+        ),
+        lakeapply.spark.createDataFrame(
+            list(errors),
+            "source_transaction_id string, source_commit_scn long, error_number long",
+        ),
+        ignore_row_order=True,
+        ignore_nullable=True,
+    )
+
+
+def error_message(lakeapply: LakeapplyHarness) -> str:
+    [error] = lakeapply.error_queue().select("error_message").collect()
+    return str(error.error_message)
 
 
 def test_lcrs_landing_after_their_commit_was_processed_are_queued_as_late_lcrs(
-    spark: SparkSession, catalog: Catalog
+    lakeapply: LakeapplyHarness,
 ) -> None:
-    apply = settings(False)
-    start(spark, catalog, apply)
+    apply = configured(lakeapply, disable_on_error=False)
     # The COMMIT lands with the first insert only: the transaction applies without the rest.
-    land(spark, catalog, [row("INSERT", "5.0.1", 500, 1), commit("5.0.1", 510)])
-    run_apply(spark, catalog, apply)
-    land(spark, catalog, [row("INSERT", "5.0.1", 501, 2), row("INSERT", "5.0.1", 502, 3)])
-
-    run_apply(spark, catalog, apply)
-
-    assert silver_keys(spark, catalog) == [1]
-    [error] = error_queue(spark, catalog, apply)
-    assert (error.source_transaction_id, error.source_commit_scn, error.error_number) == (
-        "5.0.1",
-        510,
-        20001,
+    apply.run(
+        apply.txn(scn=500, transaction_id="5.0.1").insert("HR.T", ID=1, V="x").commit(scn=510)
     )
-    assert error.error_message.startswith(
+
+    apply.run(
+        apply.txn(scn=501, transaction_id="5.0.1")
+        .insert("HR.T", ID=2, V="x")
+        .insert("HR.T", ID=3, V="x")
+        .open()
+    )
+
+    assert_silver_keys(apply, 1)
+    assert_queued(apply, ("5.0.1", 510, 20001))
+    assert error_message(apply).startswith(
         f"ORA-20001: late LCRs: 2 LCR(s) of transaction 5.0.1 from {DB} arrived after its "
         "COMMIT was processed (commit SCN 510, apply cycle 1)"
     )
-    messages = (
-        spark.table(catalog.apply_table(dictionary.ERROR_MESSAGES))
-        .where(F.col("apply_name") == apply.apply_name)
-        .orderBy("message_number")
-        .select("message_number", "scn")
-        .collect()
+    assert_df_equality(
+        apply.error_messages().select("message_number", "scn"),
+        apply.spark.createDataFrame([(1, 501), (2, 502)], "message_number long, scn long"),
+        ignore_row_order=True,
+        ignore_nullable=True,
     )
-    assert [(m.message_number, m.scn) for m in messages] == [(1, 501), (2, 502)]
-    progress = latest_progress(spark, catalog, apply)
     # Out of the spill (no oldest SCN held back forever), counted as an error transaction.
-    assert progress.oldest_scn is None
-    assert progress.total_errors == 1
-    assert progress.low_watermark == 510
-    assert spark.table(catalog.apply_table(dictionary.SPILL)).count() == 0
+    assert_df_equality(
+        apply.latest_progress().select("oldest_scn", "total_errors", "low_watermark"),
+        apply.spark.createDataFrame(
+            [(None, 1, 510)], "oldest_scn long, total_errors long, low_watermark long"
+        ),
+        ignore_nullable=True,
+    )
+    assert apply.spill().count() == 0
+
+
+def late_commit_workload(lakeapply: LakeapplyHarness) -> None:
+    """8.0.1 (commit 820) is applied; then 8.0.2, committed at 810 before it, lands together
+    with 8.0.3 (commit 840)."""
+    lakeapply.run(
+        lakeapply.txn(scn=800, transaction_id="8.0.1").insert("HR.T", ID=1, V="x").commit(scn=820)
+    )
+    lakeapply.run(
+        lakeapply.txn(scn=805, transaction_id="8.0.2").insert("HR.T", ID=2, V="x").commit(scn=810),
+        lakeapply.txn(scn=830, transaction_id="8.0.3").insert("HR.T", ID=3, V="x").commit(scn=840),
+    )
 
 
 def test_a_commit_landing_below_the_low_watermark_is_queued_not_applied_out_of_order(
-    spark: SparkSession, catalog: Catalog
+    lakeapply: LakeapplyHarness,
 ) -> None:
-    apply = settings(False)
-    start(spark, catalog, apply)
-    land(spark, catalog, [row("INSERT", "6.0.1", 600, 1), commit("6.0.1", 620)])
-    run_apply(spark, catalog, apply)
-    # 6.0.2 committed at 610, before 6.0.1, but lands after the apply passed 620.
-    land(
-        spark,
-        catalog,
-        [
-            row("INSERT", "6.0.2", 605, 2),
-            commit("6.0.2", 610),
-            row("INSERT", "6.0.3", 630, 3),
-            commit("6.0.3", 640),
-        ],
+    apply = configured(lakeapply, disable_on_error=False)
+
+    late_commit_workload(apply)
+
+    assert_silver_keys(apply, 1, 3)
+    assert_queued(apply, ("8.0.2", 810, 20002))
+    assert error_message(apply).startswith(
+        f"ORA-20002: late COMMIT: transaction 8.0.2 from {DB} committed at SCN 810, below the "
+        "low watermark 820 the apply had already passed; not applied"
     )
-
-    run_apply(spark, catalog, apply)
-
-    assert silver_keys(spark, catalog) == [1, 3]
-    [error] = error_queue(spark, catalog, apply)
-    assert (error.source_transaction_id, error.source_commit_scn, error.error_number) == (
-        "6.0.2",
-        610,
-        20002,
-    )
-    assert error.error_message.startswith(
-        f"ORA-20002: late COMMIT: transaction 6.0.2 from {DB} committed at SCN 610, below the "
-        "low watermark 620 the apply had already passed; not applied"
-    )
-    assert latest_progress(spark, catalog, apply).low_watermark == 640
+    [progress] = apply.latest_progress().collect()
+    assert progress.low_watermark == 840
 
 
-def test_a_late_commit_stops_an_apply_that_disables_on_error(
-    spark: SparkSession, catalog: Catalog
-) -> None:
-    apply = settings(True)
-    start(spark, catalog, apply)
-    land(spark, catalog, [row("INSERT", "7.0.1", 700, 1), commit("7.0.1", 720)])
-    run_apply(spark, catalog, apply)
-    land(
-        spark,
-        catalog,
-        [
-            row("INSERT", "7.0.2", 705, 2),
-            commit("7.0.2", 710),
-            row("INSERT", "7.0.3", 730, 3),
-            commit("7.0.3", 740),
-        ],
-    )
+def test_a_late_commit_stops_an_apply_that_disables_on_error(lakeapply: LakeapplyHarness) -> None:
+    apply = configured(lakeapply, disable_on_error=True)
 
-    run_apply(spark, catalog, apply)
+    late_commit_workload(apply)
 
-    assert apply_status(spark, catalog, apply.apply_name) == "ABORTED"
-    assert [e.error_number for e in error_queue(spark, catalog, apply)] == [20002]
-    assert silver_keys(spark, catalog) == [1]  # 7.0.3 waits for START_APPLY
+    assert apply.apply_status() == "ABORTED"
+    assert_queued(apply, ("8.0.2", 810, 20002))
+    assert_silver_keys(apply, 1)  # 8.0.3 waits for START_APPLY

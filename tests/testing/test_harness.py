@@ -12,8 +12,17 @@ from chispa import assert_df_equality
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
+from lakeapply.bronze.tables import lcr_table_schema
 from lakeapply.errors import ConfigurationError, EnvironmentSetupError
-from lakeapply.testing import LakeapplyHarness, apply_settings, destination, table_definition
+from lakeapply.testing import (
+    InvalidLcrError,
+    LakeapplyHarness,
+    apply_settings,
+    bronze_frame,
+    destination,
+    table_definition,
+    txn,
+)
 from lakeapply.testing.plugin import require_delta
 
 EMP = table_definition(
@@ -51,7 +60,7 @@ def test_expected_rows_get_the_silver_tables_schema(lakeapply: LakeapplyHarness)
         lakeapply.silver("HR.DEPT")
 
 
-def test_an_open_transaction_applies_once_its_commit_lands_and_a_rollback_never(
+def test_an_open_transaction_waits_in_the_spill_and_a_rollback_never_applies(
     lakeapply: LakeapplyHarness,
 ) -> None:
     lakeapply.configure(apply_settings(EMP))
@@ -68,6 +77,7 @@ def test_an_open_transaction_applies_once_its_commit_lands_and_a_rollback_never(
     progress = lakeapply.latest_progress().select("oldest_scn", "total_rolled_back").first()
     assert progress is not None
     assert (progress.oldest_scn, progress.total_rolled_back) == (first_part.lcrs[0]["scn"], 1)
+    assert [row.scn for row in lakeapply.spill().collect()] == [first_part.lcrs[0]["scn"]]
 
     lakeapply.run(long_running.commit())
 
@@ -77,6 +87,7 @@ def test_an_open_transaction_applies_once_its_commit_lands_and_a_rollback_never(
         ignore_row_order=True,
     )
     assert lakeapply.apply_status() == "ENABLED"
+    assert lakeapply.spill().count() == 0
 
 
 def test_a_reused_session_without_delta_is_refused_with_the_reason() -> None:
@@ -95,3 +106,21 @@ def test_land_lines_goes_through_ingest_and_quarantines_what_breaks_the_contract
 
     assert [row.scn for row in lakeapply.bronze().collect()] == [5]
     assert [row.line_number for row in lakeapply.quarantine().collect()] == [2]
+
+
+def test_bronze_frame_gives_lcrs_as_bronze_rows_without_landing_them(spark: SparkSession) -> None:
+    changes = txn("ORCL", scn=7).insert("HR.EMP", ID=1, NAME="Ann").commit()
+
+    frame = bronze_frame(spark, changes)
+
+    assert [(f.name, f.dataType) for f in frame.schema] == [
+        (f.name, f.dataType) for f in lcr_table_schema()
+    ]
+    rows = frame.orderBy("line_number").collect()
+    assert [(row.command_type, row.scn, row.lcr_kind) for row in rows] == [
+        ("INSERT", 7, "ROW"),
+        ("COMMIT", 8, "DIRECTIVE"),
+    ]
+    assert [(v.column_name, v.value) for v in rows[0].new_values] == [("ID", "1"), ("NAME", "Ann")]
+    with pytest.raises(InvalidLcrError, match="command_type"):
+        bronze_frame(spark, {"command_type": "INSERT"})

@@ -3,6 +3,8 @@
 * :func:`txn` builds source transactions as contract-valid LCRs (``builder``);
 * :class:`LakeapplyHarness` lands them in bronze, runs apply cycles on a SparkSession with an apply
   configuration, and reads silver tables, the error queue and progress as DataFrames (``harness``);
+* :func:`bronze_frame` gives LCRs as bronze rows without landing them, to test a function over
+  bronze rows on its own;
 * the pytest plugin (``lakeapply.testing.plugin``, registered as a ``pytest11`` entry point) gives
   every test a ``lakeapply`` fixture: a harness on a session-scoped local Delta SparkSession (the
   active one when there is one) with its own databases and landing folder.
@@ -27,6 +29,7 @@ from lakeapply.testing.harness import (
     LakeapplyHarness,
     LandingError,
     apply_settings,
+    bronze_frame,
     destination,
     load_apply_settings,
     table_definition,
@@ -43,6 +46,7 @@ __all__ = [
     "TransactionBuilder",
     "Typed",
     "apply_settings",
+    "bronze_frame",
     "destination",
     "load_apply_settings",
     "oracle_data_type",

@@ -92,6 +92,7 @@ __all__ = [
     "LakeapplyHarness",
     "LandingError",
     "apply_settings",
+    "bronze_frame",
     "destination",
     "load_apply_settings",
     "table_definition",
@@ -210,6 +211,34 @@ def apply_settings(
     )
 
 
+def bronze_frame(
+    spark: SparkSession,
+    *items: LcrSource,
+    batch_id: int = 1,
+    source_file: str = "lakeapply-testing:frame",
+    now: datetime | None = None,
+) -> DataFrame:
+    """The LCRs (transactions, LCR dicts, lists of them) as the rows ingest would append to
+    ``<prefix>_bronze.lcr``, without writing anything: input for a test of a function over
+    bronze rows (a transformation, a handler, a query of your own). Parsed and shaped by the
+    ingest's own functions; raises :class:`LandingError` when bronze would quarantine one."""
+    lcrs = flatten(items)
+    for lcr in lcrs:
+        validate_lcr(lcr)
+    lines = spark.createDataFrame(
+        [(source_file, number, number, json.dumps(lcr)) for number, lcr in enumerate(lcrs, 1)],
+        "source_file string, line_number long, byte_offset long, line string",
+    )
+    classified = classify_lines(lines)
+    rejected = classified.where(F.col("reason").isNotNull()).select("line", "reason").collect()
+    if rejected:
+        raise LandingError(f"bronze would quarantine: {[tuple(row) for row in rejected]}")
+    ingested_at = now or datetime.now(UTC).replace(tzinfo=None)
+    return bronze_rows(classified, batch_id, ingested_at).select(
+        *[F.col(quote(f.name)).cast(f.dataType) for f in lcr_table_schema().fields]
+    )
+
+
 # ------------------------------------------------------------------------------------------------
 # The harness
 # ------------------------------------------------------------------------------------------------
@@ -325,25 +354,15 @@ class LakeapplyHarness:
         lcrs = flatten(items)
         if not lcrs:
             raise ValueError("nothing to land")
-        for lcr in lcrs:
-            validate_lcr(lcr)
         ensure_bronze_tables(self.spark, self.catalog)
         log_table = self.catalog.bronze_table(INGEST_LOG_TABLE)
         last = self.spark.table(log_table).agg(F.max("batch_id")).collect()[0][0]
         batch_id = int(last or 0) + 1
         # Lineage points at a file that was never written: nothing reads it back.
         source_file = f"lakeapply-testing:batch-{batch_id}"
-        lines = self.spark.createDataFrame(
-            [(source_file, number, number, json.dumps(lcr)) for number, lcr in enumerate(lcrs, 1)],
-            "source_file string, line_number long, byte_offset long, line string",
-        )
-        classified = classify_lines(lines)
-        rejected = classified.where(F.col("reason").isNotNull()).select("line", "reason").collect()
-        if rejected:
-            raise LandingError(f"bronze would quarantine: {[tuple(row) for row in rejected]}")
         now = datetime.now(UTC).replace(tzinfo=None)
-        bronze_rows(classified, batch_id, now).select(
-            *[F.col(quote(f.name)).cast(f.dataType) for f in lcr_table_schema().fields]
+        bronze_frame(
+            self.spark, lcrs, batch_id=batch_id, source_file=source_file, now=now
         ).write.format("delta").mode("append").saveAsTable(self.catalog.bronze_table(LCR_TABLE))
         # The COMMITTED log row is what the apply's planner reads to find new batches; by name,
         # so a column the log gains later is NULL here, as in rows of older versions.
@@ -529,6 +548,12 @@ class LakeapplyHarness:
         progress = self.progress()
         latest = progress.groupBy("source_database").agg(F.max("cycle_id").alias("cycle_id"))
         return progress.join(latest, ["source_database", "cycle_id"], "left_semi")
+
+    def spill(self) -> DataFrame:
+        """The LCRs the apply holds back between cycles (bronze's columns): those of transactions
+        still open, whose COMMIT has not landed yet, and of committed ones it deferred. Empty once
+        everything landed is processed."""
+        return self._apply_table(dictionary.SPILL)
 
     def transactions(self) -> DataFrame:
         """The outcome of every committed transaction processed: APPLIED, DISCARDED (every
