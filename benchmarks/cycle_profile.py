@@ -26,6 +26,7 @@ from pyspark.sql import SparkSession
 
 from lakeapply.bronze.ingest import ingest
 from lakeapply.bronze.tables import LCR_TABLE
+from lakeapply.contract.table_definitions import TableDefinition
 from lakeapply.runtime.catalog import Catalog
 from lakeapply.runtime.session import LocalSparkSettings, get_spark
 from lakeapply.silver.engine import ensure_apply_tables, ensure_destination_tables, run_apply
@@ -33,7 +34,7 @@ from lakeapply.silver.engine import ensure_apply_tables, ensure_destination_tabl
 
 def _jobs(spark: SparkSession) -> int:
     """Spark jobs started so far in this application (every thread, every job group)."""
-    store = spark.sparkContext._jsc.sc().statusStore()  # type: ignore[union-attr]
+    store = spark.sparkContext._jsc.sc().statusStore()
     return int(store.jobsList(None).size())
 
 
@@ -46,11 +47,16 @@ def _commits(warehouse: Path, databases: list[str]) -> Counter[str]:
 
 
 def profile_once(
-    spark: SparkSession, warehouse: Path, source: Catalog, prefix: str, settings_args: tuple
+    spark: SparkSession,
+    warehouse: Path,
+    source: Catalog,
+    prefix: str,
+    definitions: tuple[TableDefinition, ...],
+    initial_scn: int,
 ) -> tuple[float, list[tuple[str, float, int]], Counter[str], int]:
     catalog = Catalog(prefix)
     ensure_apply_tables(spark, catalog)
-    settings = apply_settings(*settings_args)
+    settings = apply_settings(definitions, initial_scn)
     ensure_destination_tables(spark, catalog, settings)
     spark.table(source.bronze_table(LCR_TABLE)).write.format("delta").mode("append").saveAsTable(
         catalog.bronze_table(LCR_TABLE)
@@ -62,15 +68,14 @@ def profile_once(
     before = _commits(warehouse, databases)
     steps: list[tuple[str, float, int]] = []
     jobs_before = _jobs(spark)
-    last = [time.perf_counter(), jobs_before]
+    started = time.perf_counter()
+    last: dict[str, float] = {"time": started, "jobs": jobs_before}
 
     def step(name: str) -> None:
         now, jobs = time.perf_counter(), _jobs(spark)
-        steps.append((name, now - last[0], jobs - last[1]))
-        last[0], last[1] = now, jobs
+        steps.append((name, now - last["time"], int(jobs - last["jobs"])))
+        last["time"], last["jobs"] = now, jobs
 
-    started = time.perf_counter()
-    last[0] = started
     reports = run_apply(spark, catalog, settings, step)
     seconds = time.perf_counter() - started
     step("end (commit, status)")
@@ -101,9 +106,7 @@ def main() -> None:
     lines = ingest(spark, source, landing).lines
     runs = []
     for n in range(args.repeat):
-        runs.append(
-            profile_once(spark, warehouse, source, f"profile{n}", (definitions, initial_scn))
-        )
+        runs.append(profile_once(spark, warehouse, source, f"profile{n}", definitions, initial_scn))
         seconds, steps, commits, jobs = runs[-1]
         print(f"run {n + 1}: {seconds:.1f} s, {jobs} Spark jobs, {sum(commits.values())} commits")
         for name, step_seconds, step_jobs in steps:

@@ -312,14 +312,17 @@ def _cycle_state(
 ) -> tuple[int, CyclePlan | None, int]:
     """The last cycle id (0: none yet), its plan when it did not commit (it must be finished
     before any other cycle), and the last bronze batch a committed cycle read."""
-    cycles = _apply_rows(spark, catalog, dictionary.CYCLES, settings.apply_name)
-    last = cycles.agg(F.max("cycle_id")).collect()[0][0]
+    # One query: the last cycle's COMMITTED row sorts before its PLANNED row.
+    last = (
+        _apply_rows(spark, catalog, dictionary.CYCLES, settings.apply_name)
+        .orderBy(F.desc("cycle_id"), F.asc("phase"))
+        .first()
+    )
     if last is None:
         return 0, None, 0
-    phases = {r.phase: r for r in cycles.where(F.col("cycle_id") == last).collect()}
-    if "COMMITTED" not in phases:
-        return last, _resumed_plan(last, phases["PLANNED"]), 0
-    return last, None, int(phases["COMMITTED"].bronze_to_batch)
+    if last.phase != "COMMITTED":
+        return last.cycle_id, _resumed_plan(last.cycle_id, last), 0
+    return last.cycle_id, None, int(last.bronze_to_batch)
 
 
 def _destination_versions(
