@@ -12,9 +12,10 @@ A cycle (docs/silver-design.md has the why):
    transaction outside the known-failed set succeeds, so only the earliest newly failing one is
    certain; it joins the set and the fold runs again (errors are rare, so usually one pass).
    With ``disable_on_error = Y`` the cycle is cut before the first error and the apply aborts.
-5. **Write**: one MERGE per destination table with changes, the error queue, transaction outcomes,
-   the spill, progress, the COMMITTED cycle row, and last the ABORTED status if the cycle
-   aborts the apply (a kill just before it is repaired at the next start).
+5. **Write**: one MERGE per destination table with changes, the error queue (only with errors),
+   transaction outcomes, the spill (only when its content changes), progress, the COMMITTED
+   cycle row, and last the ABORTED status if the cycle aborts the apply (a kill just before it
+   is repaired at the next start).
 """
 
 from __future__ import annotations
