@@ -21,15 +21,33 @@ from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
-from apply_bench import RESULTS, _machine, _workload, apply_settings
+from apply_bench import LINES_PER_TRANSACTION, RESULTS, _machine, apply_settings
 from pyspark.sql import SparkSession
 
 from lakeapply.bronze.ingest import ingest
 from lakeapply.bronze.tables import LCR_TABLE
 from lakeapply.contract.table_definitions import TableDefinition
+from lakeapply.landing.generator import WorkloadSpec, write_workload
 from lakeapply.runtime.catalog import Catalog
 from lakeapply.runtime.session import LocalSparkSettings, get_spark
 from lakeapply.silver.engine import ensure_apply_tables, ensure_destination_tables, run_apply
+
+
+def _workload(
+    lcrs: int, tables: int, open_ratio: float, work: Path
+) -> tuple[Path, tuple[TableDefinition, ...], int]:
+    """apply_bench's workload, with a chosen share of transactions left open."""
+    landing = work / "landing"
+    spec = WorkloadSpec(
+        seed=lcrs + tables,
+        transactions=max(1, int(lcrs / LINES_PER_TRANSACTION)),
+        synthetic_tables=tables,
+        include_sample_scenario=False,
+        files_per_source=max(4, lcrs // 125_000),
+        open_ratio=open_ratio,
+    )
+    workload = write_workload(spec, landing)
+    return landing, workload.tables, workload.initial_scn
 
 
 def _jobs(spark: SparkSession) -> int:
@@ -94,6 +112,12 @@ def main() -> None:
     parser.add_argument("--lcrs", type=int, default=10_000)
     parser.add_argument("--tables", type=int, default=1)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--open-ratio",
+        type=float,
+        default=0.02,
+        help="transactions left open (0: the spill stays empty, a cycle without a spill write)",
+    )
     parser.add_argument("--label", default="", help="a word for the results title")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
@@ -101,7 +125,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="lakeapply-profile-"))
     warehouse = work / "warehouse"
     spark = get_spark(LocalSparkSettings(warehouse, app_name="lakeapply-profile"))
-    landing, definitions, initial_scn = _workload(args.lcrs, args.tables, work)
+    landing, definitions, initial_scn = _workload(args.lcrs, args.tables, args.open_ratio, work)
     source = Catalog("profile_src")
     lines = ingest(spark, source, landing).lines
     runs = []
@@ -121,7 +145,8 @@ def main() -> None:
         f"# One apply cycle, step by step{': ' + args.label if args.label else ''}",
         "",
         f"Run {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {_machine()}: {lines:,} LCRs into "
-        f"{args.tables} table(s), one cycle, {args.repeat} repetition(s) in one session.",
+        f"{args.tables} table(s), {args.open_ratio:.0%} of transactions left open, one cycle, "
+        f"{args.repeat} repetition(s) in one session.",
         "",
         f"Cycle wall time (s): {', '.join(f'{t:.1f}' for t in times)} "
         f"(median {statistics.median(times):.1f}); Spark jobs: "
