@@ -12,9 +12,10 @@ A cycle (docs/silver-design.md has the why):
    transaction outside the known-failed set succeeds, so only the earliest newly failing one is
    certain; it joins the set and the fold runs again (errors are rare, so usually one pass).
    With ``disable_on_error = Y`` the cycle is cut before the first error and the apply aborts.
-5. **Write**: one MERGE per destination table with changes, the error queue, transaction outcomes,
-   the spill, progress, the COMMITTED cycle row, and last the ABORTED status if the cycle
-   aborts the apply (a kill just before it is repaired at the next start).
+5. **Write**: one MERGE per destination table with changes, the error queue (only with errors),
+   transaction outcomes, the spill (only when its content changes), progress, the COMMITTED
+   cycle row, and last the ABORTED status if the cycle aborts the apply (a kill just before it
+   is repaired at the next start).
 """
 
 from __future__ import annotations
@@ -312,14 +313,17 @@ def _cycle_state(
 ) -> tuple[int, CyclePlan | None, int]:
     """The last cycle id (0: none yet), its plan when it did not commit (it must be finished
     before any other cycle), and the last bronze batch a committed cycle read."""
-    cycles = _apply_rows(spark, catalog, dictionary.CYCLES, settings.apply_name)
-    last = cycles.agg(F.max("cycle_id")).collect()[0][0]
+    # One query: the last cycle's COMMITTED row sorts before its PLANNED row.
+    last = (
+        _apply_rows(spark, catalog, dictionary.CYCLES, settings.apply_name)
+        .orderBy(F.desc("cycle_id"), F.asc("phase"))
+        .first()
+    )
     if last is None:
         return 0, None, 0
-    phases = {r.phase: r for r in cycles.where(F.col("cycle_id") == last).collect()}
-    if "COMMITTED" not in phases:
-        return last, _resumed_plan(last, phases["PLANNED"]), 0
-    return last, None, int(phases["COMMITTED"].bronze_to_batch)
+    if last.phase != "COMMITTED":
+        return last.cycle_id, _resumed_plan(last.cycle_id, last), 0
+    return last.cycle_id, None, int(last.bronze_to_batch)
 
 
 def _destination_versions(
@@ -705,6 +709,8 @@ class _CycleInput:
     buckets: int
     late: LateInput | None = None  # late LCRs and late COMMITs (silver/late.py)
     redelivered: DataFrame | None = None  # committed transactions processed by an earlier cycle
+    # source database -> progress row of the last committed cycle (read once per cycle)
+    previous: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -836,7 +842,8 @@ def _read_and_stage(cycle: _Cycle) -> _CycleInput:
 
     messages = _messages(lcrs, committed, settings, spark)
     staged, fold_input, bounds, buckets = _stage(cycle, messages)
-    late = _late_input(cycle, lcrs, transactions, staged)
+    previous = _previous_progress(spark, catalog, settings, plan.cycle_id)
+    late = _late_input(cycle, lcrs, transactions, staged, previous)
     return _CycleInput(
         lcrs,
         transactions,
@@ -848,6 +855,7 @@ def _read_and_stage(cycle: _Cycle) -> _CycleInput:
         buckets,
         late=late,
         redelivered=redelivered,
+        previous=previous,
     )
 
 
@@ -894,14 +902,17 @@ def _processed_before(cycle: _Cycle) -> DataFrame:
 
 
 def _late_input(
-    cycle: _Cycle, lcrs: DataFrame, transactions: DataFrame, staged: DataFrame
+    cycle: _Cycle,
+    lcrs: DataFrame,
+    transactions: DataFrame,
+    staged: DataFrame,
+    previous: dict[str, Any],
 ) -> LateInput:
     """Input that arrived after the apply passed the point it belonged to (silver/late.py):
     LCRs of a transaction processed in an earlier cycle, and COMMITs below the low watermark
     of the cycle before. Both derive from state as of the plan, so a resumed cycle finds the
     same."""
     spark, plan = cycle.spark, cycle.plan
-    previous = _previous_progress(spark, cycle.catalog, cycle.settings, plan.cycle_id)
     processed = processed_before(
         spark.table(cycle.catalog.apply_table(dictionary.TRANSACTIONS)),
         cycle.apply_name,
@@ -1174,21 +1185,42 @@ def _write_spill(cycle: _Cycle, inputs: _CycleInput, processed: DataFrame) -> Da
         keep = keep.join(
             inputs.redelivered.select(*TRANSACTION_KEY), list(TRANSACTION_KEY), "left_anti"
         )
-    new_spill = inputs.lcrs.join(
-        keep, ["source_database_name", "transaction_id"], "left_semi"
-    ).select(
-        F.lit(cycle.apply_name).alias("apply_name"),
-        *[F.col(quote(f.name)) for f in lcr_table_schema().fields],
-    )
-    # A data write (replaceWhere), not saveAsTable's replace-table path: see admin._replace_rows.
-    new_spill.writeTo(cycle.catalog.apply_table(dictionary.SPILL)).option(
-        "txnAppId", f"{cycle.app}:spill"
-    ).option("txnVersion", str(cycle.plan.cycle_id)).overwrite(
-        F.col("apply_name") == F.lit(cycle.apply_name)
-    )
+    keep = materialize(keep)
+    if _spill_changes(inputs.lcrs, keep):
+        new_spill = inputs.lcrs.join(
+            keep, ["source_database_name", "transaction_id"], "left_semi"
+        ).select(
+            F.lit(cycle.apply_name).alias("apply_name"),
+            *[F.col(quote(f.name)) for f in lcr_table_schema().fields],
+        )
+        # A data write (replaceWhere), not saveAsTable's replace-table path: see
+        # admin._replace_rows.
+        new_spill.writeTo(cycle.catalog.apply_table(dictionary.SPILL)).option(
+            "txnAppId", f"{cycle.app}:spill"
+        ).option("txnVersion", str(cycle.plan.cycle_id)).overwrite(
+            F.col("apply_name") == F.lit(cycle.apply_name)
+        )
+        cycle.progress("spill written")
+    else:
+        cycle.progress("spill unchanged, not written")
     cycle.crash_point("spill", "after the spill")
-    cycle.progress("spill written")
     return keep
+
+
+def _spill_changes(lcrs: DataFrame, keep: DataFrame) -> bool:
+    """Whether the new spill (the LCRs of ``keep``'s transactions) differs from the spill read
+    at the plan's version (the LCRs that did not arrive this cycle): it does when an arrived
+    LCR is kept or a spilled one is not. Unchanged (the usual case once every transaction has
+    committed, with an empty spill before and after), it is not rewritten: a commit and a
+    full write saved. Decided from the plan's inputs alone, so a resumed cycle decides the
+    same."""
+    kept = keep.select(*TRANSACTION_KEY).distinct().withColumn("__kept", F.lit(True))
+    differing = (
+        lcrs.select(*TRANSACTION_KEY, ARRIVED)
+        .join(kept, list(TRANSACTION_KEY), "left")
+        .where(F.col(ARRIVED) == F.col("__kept").isNotNull())
+    )
+    return differing.limit(1).count() > 0
 
 
 def _record_progress(
@@ -1204,23 +1236,18 @@ def _record_progress(
     """Step 5d (rule 9): a progress row per source database, with the watermarks, the oldest
     SCN and the counters; returns the cycle's counters and low watermarks."""
     spark, catalog, settings, plan = cycle.spark, cycle.catalog, cycle.settings, cycle.plan
-    previous = _previous_progress(spark, catalog, settings, plan.cycle_id)
-    per_source = {
-        r.source_database_name: r
-        for r in processed.groupBy("source_database_name")
-        .agg(
-            # Rule 9: every processed transaction, error ones included (a restart never runs
-            # a queued transaction again, so the watermark passes it in both modes).
-            F.max("commit_scn").alias("lwm"),
-            F.max_by("commit_source_time", "commit_scn").alias("lwm_time"),
-            F.count(F.when(F.col("outcome").isin("APPLIED", "DISCARDED"), 1)).alias("applied"),
-            F.count(F.when(F.col("outcome") == "ERROR", 1)).alias("errors"),
-        )
-        .collect()
-    }
-    received = {
-        r.source_database_name: (r.received, r.rolled_back)
-        for r in inputs.lcrs.where(F.col(ARRIVED))
+    previous = inputs.previous
+    counted = processed.groupBy("source_database_name").agg(
+        # Rule 9: every processed transaction, error ones included (a restart never runs
+        # a queued transaction again, so the watermark passes it in both modes).
+        F.max("commit_scn").alias("lwm"),
+        F.max_by("commit_source_time", "commit_scn").alias("lwm_time"),
+        F.count(F.when(F.col("outcome").isin("APPLIED", "DISCARDED"), 1)).alias("applied"),
+        F.count(F.when(F.col("outcome") == "ERROR", 1)).alias("errors"),
+        F.lit(True).alias("__processed"),
+    )
+    received = (
+        inputs.lcrs.where(F.col(ARRIVED))
         .groupBy("source_database_name")
         .agg(
             F.count(F.lit(1)).alias("received"),
@@ -1228,19 +1255,26 @@ def _record_progress(
                 F.when(F.col("command_type") == "ROLLBACK", F.col("transaction_id"))
             ).alias("rolled_back"),
         )
-        .collect()
-    }
-    ignored = _redeliveries(cycle, inputs)
+    )
     # Oldest SCN: the earliest transaction not yet processed (open, or after the cut).
     pending = inputs.transactions.join(
         keep, ["source_database_name", "transaction_id"], "left_semi"
     )
-    oldest = {
+    oldest = pending.groupBy("source_database_name").agg(
+        F.min(F.struct("first_scn", "transaction_id")).alias("oldest")
+    )
+    # One collect for the four (their scans and shuffles run as one query, not four).
+    rows = {
         r.source_database_name: r
-        for r in pending.groupBy("source_database_name")
-        .agg(F.min(F.struct("first_scn", "transaction_id")).alias("oldest"))
+        for r in counted.join(received, "source_database_name", "full")
+        .join(_redeliveries(cycle, inputs), "source_database_name", "full")
+        .join(oldest, "source_database_name", "full")
         .collect()
     }
+    per_source = {s: r for s, r in rows.items() if r["__processed"]}
+    received_counts = {s: (r.received or 0, r.rolled_back or 0) for s, r in rows.items()}
+    ignored = {s: int(r.ignored or 0) for s, r in rows.items()}
+    oldest_rows = {s: r for s, r in rows.items() if r.oldest is not None}
     status = "ABORTED" if fold.aborted_error is not None else "ENABLED"
     progress_rows = []
     watermarks: dict[str, int | None] = {}
@@ -1249,7 +1283,7 @@ def _record_progress(
         before = previous.get(source)
         now_source = per_source.get(source)
         lwm, lwm_time = _low_watermark(before, now_source)
-        got, rolled = received.get(source, (0, 0))
+        got, rolled = received_counts.get(source, (0, 0))
         counts = {
             "received": got,
             "applied": now_source.applied if now_source else 0,
@@ -1260,7 +1294,7 @@ def _record_progress(
         }
         for name, value in counts.items():
             totals[name] += value
-        oldest_row = oldest.get(source)
+        oldest_row = oldest_rows.get(source)
         watermarks[source] = lwm
         progress_rows.append(
             (
@@ -1296,10 +1330,11 @@ def _record_progress(
     return totals, watermarks
 
 
-def _redeliveries(cycle: _Cycle, inputs: _CycleInput) -> dict[str, int]:
-    """source database -> the COMMITs received this cycle for a transaction already delivered
-    (rule 11, TOTAL_IGNORED): every copy beyond the first, counted when it is received, whether
-    the first came in the same cycle, sits in the spill or was processed by an earlier cycle."""
+def _redeliveries(cycle: _Cycle, inputs: _CycleInput) -> DataFrame:
+    """Per source database, ``ignored``: the COMMITs received this cycle for a transaction
+    already delivered (rule 11, TOTAL_IGNORED): every copy beyond the first, counted when it is
+    received, whether the first came in the same cycle, sits in the spill or was processed by
+    an earlier cycle."""
     commits = inputs.lcrs.where(F.col("command_type") == "COMMIT").select(
         "source_database_name", "transaction_id", F.col("scn").alias("commit_scn"), ARRIVED
     )
@@ -1316,16 +1351,9 @@ def _redeliveries(cycle: _Cycle, inputs: _CycleInput) -> dict[str, int]:
         .agg(F.count(F.lit(1)).alias("copies"))
         .join(earlier, list(SEEN_KEY), "left")
     )
-    return {
-        r.source_database_name: int(r.ignored)
-        for r in arrived.groupBy("source_database_name")
-        .agg(
-            F.sum(F.col("copies") - F.when(F.col("__known").isNull(), 1).otherwise(0)).alias(
-                "ignored"
-            )
-        )
-        .collect()
-    }
+    return arrived.groupBy("source_database_name").agg(
+        F.sum(F.col("copies") - F.when(F.col("__known").isNull(), 1).otherwise(0)).alias("ignored")
+    )
 
 
 def _low_watermark(before: Any, now_source: Any) -> tuple[int | None, datetime | None]:

@@ -1,0 +1,177 @@
+"""Where one apply cycle's time goes: seconds, Spark jobs and Delta commits per step.
+
+One seeded workload (``--lcrs`` LCRs into ``--tables`` tables) is generated and ingested into
+bronze, then applied ``--repeat`` times, each time into a fresh catalog (the same bronze rows,
+copied, so every repetition is a first cycle over the same input). For each repetition the
+engine's progress steps are timed; the Spark jobs started between two steps are counted from the
+status tracker, and the Delta commits of every table from the ``_delta_log`` folders. Writes
+``benchmarks/results/cycle-profile-<timestamp>.md`` and ``cycle-profile-latest.md``.
+
+    .venv/bin/python benchmarks/cycle_profile.py --lcrs 10000 --tables 1 --repeat 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import tempfile
+import time
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+
+from apply_bench import LINES_PER_TRANSACTION, RESULTS, _machine, apply_settings
+from pyspark.sql import SparkSession
+
+from lakeapply.bronze.ingest import ingest
+from lakeapply.bronze.tables import LCR_TABLE
+from lakeapply.contract.table_definitions import TableDefinition
+from lakeapply.landing.generator import WorkloadSpec, write_workload
+from lakeapply.runtime.catalog import Catalog
+from lakeapply.runtime.session import LocalSparkSettings, get_spark
+from lakeapply.silver.engine import ensure_apply_tables, ensure_destination_tables, run_apply
+
+
+def _workload(
+    lcrs: int, tables: int, open_ratio: float, work: Path
+) -> tuple[Path, tuple[TableDefinition, ...], int]:
+    """apply_bench's workload, with a chosen share of transactions left open."""
+    landing = work / "landing"
+    spec = WorkloadSpec(
+        seed=lcrs + tables,
+        transactions=max(1, int(lcrs / LINES_PER_TRANSACTION)),
+        synthetic_tables=tables,
+        include_sample_scenario=False,
+        files_per_source=max(4, lcrs // 125_000),
+        open_ratio=open_ratio,
+    )
+    workload = write_workload(spec, landing)
+    return landing, workload.tables, workload.initial_scn
+
+
+def _jobs(spark: SparkSession) -> int:
+    """Spark jobs started so far in this application (every thread, every job group)."""
+    store = spark.sparkContext._jsc.sc().statusStore()
+    return int(store.jobsList(None).size())
+
+
+def _commits(warehouse: Path, databases: list[str]) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    for database in databases:
+        for log in (warehouse / "tables" / f"{database}.db").glob("*/_delta_log"):
+            counts[f"{database}.{log.parent.name}"] = len(list(log.glob("*.json")))
+    return counts
+
+
+def profile_once(
+    spark: SparkSession,
+    warehouse: Path,
+    source: Catalog,
+    prefix: str,
+    definitions: tuple[TableDefinition, ...],
+    initial_scn: int,
+) -> tuple[float, list[tuple[str, float, int]], Counter[str], int]:
+    catalog = Catalog(prefix)
+    ensure_apply_tables(spark, catalog)
+    settings = apply_settings(definitions, initial_scn)
+    ensure_destination_tables(spark, catalog, settings)
+    spark.table(source.bronze_table(LCR_TABLE)).write.format("delta").mode("append").saveAsTable(
+        catalog.bronze_table(LCR_TABLE)
+    )
+    spark.table(source.bronze_table("ingest_log")).write.format("delta").mode("append").saveAsTable(
+        catalog.bronze_table("ingest_log")
+    )
+    databases = [catalog.apply, catalog.silver]
+    before = _commits(warehouse, databases)
+    steps: list[tuple[str, float, int]] = []
+    jobs_before = _jobs(spark)
+    started = time.perf_counter()
+    last: dict[str, float] = {"time": started, "jobs": jobs_before}
+
+    def step(name: str) -> None:
+        now, jobs = time.perf_counter(), _jobs(spark)
+        steps.append((name, now - last["time"], int(jobs - last["jobs"])))
+        last["time"], last["jobs"] = now, jobs
+
+    reports = run_apply(spark, catalog, settings, step)
+    seconds = time.perf_counter() - started
+    step("end (commit, status)")
+    after = _commits(warehouse, databases)
+    commits = Counter(
+        {t: after[t] - before.get(t, 0) for t in after if after[t] - before.get(t, 0)}
+    )
+    assert len(reports) == 1, reports
+    return seconds, steps, commits, _jobs(spark) - jobs_before
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--lcrs", type=int, default=10_000)
+    parser.add_argument("--tables", type=int, default=1)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--open-ratio",
+        type=float,
+        default=0.02,
+        help="transactions left open (0: the spill stays empty, a cycle without a spill write)",
+    )
+    parser.add_argument("--label", default="", help="a word for the results title")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="lakeapply-profile-"))
+    warehouse = work / "warehouse"
+    spark = get_spark(LocalSparkSettings(warehouse, app_name="lakeapply-profile"))
+    landing, definitions, initial_scn = _workload(args.lcrs, args.tables, args.open_ratio, work)
+    source = Catalog("profile_src")
+    lines = ingest(spark, source, landing).lines
+    runs = []
+    for n in range(args.repeat):
+        runs.append(profile_once(spark, warehouse, source, f"profile{n}", definitions, initial_scn))
+        seconds, steps, commits, jobs = runs[-1]
+        print(f"run {n + 1}: {seconds:.1f} s, {jobs} Spark jobs, {sum(commits.values())} commits")
+        for name, step_seconds, step_jobs in steps:
+            print(f"    {step_seconds:6.2f} s {step_jobs:4d} jobs  {name}")
+        print("    commits:", dict(commits))
+    spark.stop()
+    shutil.rmtree(work, ignore_errors=True)
+
+    times = [r[0] for r in runs]
+    _, last_steps, last_commits, _ = runs[-1]
+    text = [
+        f"# One apply cycle, step by step{': ' + args.label if args.label else ''}",
+        "",
+        f"Run {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {_machine()}: {lines:,} LCRs into "
+        f"{args.tables} table(s), {args.open_ratio:.0%} of transactions left open, one cycle, "
+        f"{args.repeat} repetition(s) in one session.",
+        "",
+        f"Cycle wall time (s): {', '.join(f'{t:.1f}' for t in times)} "
+        f"(median {statistics.median(times):.1f}); Spark jobs: "
+        f"{', '.join(str(r[3]) for r in runs)}; Delta commits: "
+        f"{', '.join(str(sum(r[2].values())) for r in runs)}.",
+        "",
+        "Last repetition by step (time and jobs up to the step's progress message):",
+        "",
+        "| step | seconds | Spark jobs |",
+        "|---|---:|---:|",
+        *[f"| {name} | {s:.2f} | {j} |" for name, s, j in last_steps],
+        "",
+        "Delta commits of the last repetition, by table:",
+        "",
+        "| table | commits |",
+        "|---|---:|",
+        *[f"| {table} | {count} |" for table, count in sorted(last_commits.items())],
+        "",
+    ]
+    stamp = f"{datetime.now(UTC):%Y%m%dT%H%M%S}"
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"cycle-profile-{stamp}.md").write_text("\n".join(text))
+    (args.out / "cycle-profile-latest.md").write_text("\n".join(text))
+    print("\n".join(text))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""Issue 16 item 4: a cycle writes only what changed (fixed cost per cycle).
+
+Each Delta commit costs a cycle a write and a log entry, so a cycle skips the ones that would
+change nothing: destination tables without changes, the error queue without errors, the spill
+when its content stays the same. Exactly once is kept by test_engine_restart.py; here, which
+tables get a commit.
+"""
+
+from __future__ import annotations
+
+from delta.tables import DeltaTable
+
+from lakeapply.silver import dictionary
+from lakeapply.testing import LakeapplyHarness, apply_settings, table_definition
+
+T = table_definition("HR.T", {"ID": "NUMBER(10)", "V": "VARCHAR2(10)"}, primary_key=["ID"])
+U = table_definition("HR.U", {"ID": "NUMBER(10)", "V": "VARCHAR2(10)"}, primary_key=["ID"])
+APPLY_TABLES = (
+    dictionary.CYCLES,
+    dictionary.PROGRESS,
+    dictionary.TRANSACTIONS,
+    dictionary.SPILL,
+    dictionary.ERROR_QUEUE,
+    dictionary.ERROR_MESSAGES,
+)
+
+
+def versions(lakeapply: LakeapplyHarness) -> dict[str, int]:
+    """Delta version of each dictionary table and each destination table."""
+    spark, catalog = lakeapply.spark, lakeapply.catalog
+    names = {name: catalog.apply_table(name) for name in APPLY_TABLES} | {
+        table: catalog.silver_table(lakeapply.silver_table_name(table))
+        for table in ("HR.T", "HR.U")
+    }
+    return {
+        key: int(DeltaTable.forName(spark, name).history(1).collect()[0]["version"])
+        for key, name in names.items()
+    }
+
+
+def commits(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    return {name: after[name] - before[name] for name in before if after[name] != before[name]}
+
+
+def configured(lakeapply: LakeapplyHarness) -> LakeapplyHarness:
+    lakeapply.configure(apply_settings(T, U, disable_on_error=False))
+    lakeapply.create_tables()
+    return lakeapply
+
+
+def test_a_clean_cycle_commits_only_its_plan_the_changed_table_outcomes_and_progress(
+    lakeapply: LakeapplyHarness,
+) -> None:
+    apply = configured(lakeapply)
+    before = versions(apply)
+
+    apply.run(apply.txn(scn=100).insert("HR.T", ID=1, V="a").commit(scn=101))
+
+    # HR.U (no change), the spill (empty before and after) and the error queue (no error)
+    # get no commit.
+    assert commits(before, versions(apply)) == {
+        dictionary.CYCLES: 2,  # PLANNED, then COMMITTED
+        dictionary.PROGRESS: 1,
+        dictionary.TRANSACTIONS: 1,
+        "HR.T": 1,
+    }
+
+
+def test_the_spill_is_written_when_a_transaction_stays_open_and_not_while_it_stays_the_same(
+    lakeapply: LakeapplyHarness,
+) -> None:
+    apply = configured(lakeapply)
+    before = versions(apply)
+
+    apply.run(apply.txn(scn=100, transaction_id="1.0.1").insert("HR.T", ID=1, V="a").open())
+    opened = versions(apply)
+    apply.run(apply.txn(scn=110).insert("HR.U", ID=2, V="b").commit(scn=111))
+    still_open = versions(apply)
+
+    assert commits(before, opened)[dictionary.SPILL] == 1
+    assert dictionary.SPILL not in commits(opened, still_open)
+    assert [r.ID for r in apply.silver("HR.U").collect()] == [2]
+    assert apply.silver("HR.T").count() == 0
