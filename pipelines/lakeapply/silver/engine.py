@@ -2047,9 +2047,9 @@ def _apply_ddl_transaction(
     spark, catalog, settings, plan = cycle.spark, cycle.catalog, cycle.settings, cycle.plan
     assert inputs.ddl is not None
     ddl_lcrs = without_copies(
-        _routed_ddl(inputs.lcrs, settings).join(
-            inputs.committed.select(*TRANSACTION_KEY, "commit_scn"), list(TRANSACTION_KEY)
-        )
+        _routed_ddl(inputs.lcrs, settings)
+        .drop("commit_scn")  # the COMMIT's, as in a row transaction's messages
+        .join(inputs.committed.select(*TRANSACTION_KEY, "commit_scn"), list(TRANSACTION_KEY))
     )
     order = Window.partitionBy(*TRANSACTION_KEY).orderBy(
         "scn", F.coalesce("position", F.lit("")), "ingest_batch_id", "source_file", "line_number"
