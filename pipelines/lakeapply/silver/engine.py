@@ -1241,7 +1241,10 @@ def _record_progress(
             # a queued transaction again, so the watermark passes it in both modes).
             F.max("commit_scn").alias("lwm"),
             F.max_by("commit_source_time", "commit_scn").alias("lwm_time"),
-            F.count(F.when(F.col("outcome").isin("APPLIED", "DISCARDED"), 1)).alias("applied"),
+            # An IGNORED DDL transaction (rule 10) was applied: it had nothing to change.
+            F.count(F.when(F.col("outcome").isin("APPLIED", "DISCARDED", "IGNORED"), 1)).alias(
+                "applied"
+            ),
             F.count(F.when(F.col("outcome") == "ERROR", 1)).alias("errors"),
         )
         .collect()
