@@ -47,7 +47,7 @@ def test_an_update_before_an_add_column_and_an_insert_using_it_after_apply_in_or
     # One landing batch: the barrier, not the batches, orders them.
     lakeapply.run(insert.commit(), update.commit(), add.commit(), after.commit())
 
-    assert _rows(lakeapply) == [(20, 1, "OPEN"), (5, 2, "NEW")]
+    assert _rows(lakeapply) == [(5, 2, "NEW"), (20, 1, "OPEN")]
     assert _outcomes(lakeapply) == [
         ("1.1.1", "APPLIED"),
         ("1.1.2", "APPLIED"),
