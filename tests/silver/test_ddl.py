@@ -131,6 +131,12 @@ def test_an_index_ddl_is_ignored_and_a_failing_ddl_goes_to_the_error_queue(
     assert [m.ddl_text for m in messages] == ["ALTER TABLE BANK.ACCOUNT DROP COLUMN NOSUCH"]
     assert _rows(lakeapply) == [(1, 1)]
 
+    # EXECUTE_ERROR does not re-run DDL: the transaction stays queued, saying so.
+    execution = lakeapply.execute_error(error.local_transaction_id)
+    assert not execution.succeeded
+    assert execution.error_number == 3001
+    assert lakeapply.error_queue().count() == 1
+
 
 def test_a_crash_after_the_ddl_then_a_rerun_applies_it_once(
     spark: SparkSession, lakeapply: LakeapplyHarness

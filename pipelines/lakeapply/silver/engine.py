@@ -1700,6 +1700,7 @@ def _execute_cycle(
     progress(f"cycle {plan.cycle_id}: re-executing {len(plan.execute_errors)} error transaction(s)")
     inputs = _read_error_transactions(cycle)
     fold = _fold_passes(cycle, inputs)
+    fold = replace(fold, failed={**fold.failed, **_queued_ddl_failures(inputs)})
     versions_after, _ = _merge_destinations(cycle, fold.final_rows, inputs.bounds)
     now = datetime.now(UTC).replace(tzinfo=None)
     executions = _record_executions(cycle, inputs, fold, now)
@@ -1732,12 +1733,16 @@ def _read_error_transactions(cycle: _Cycle) -> _CycleInput:
     stored = _error_table_at(cycle, dictionary.ERROR_MESSAGES).drop(
         "apply_name", "local_transaction_id", "commit_scn"
     )
-    messages = stored.join(
-        F.broadcast(_settings_frame(cycle.spark, cycle.settings)),
-        ["source_database_name", "object_owner", "object_name"],
-    ).join(
-        committed.select("source_database_name", "transaction_id", "commit_scn"),
-        ["source_database_name", "transaction_id"],
+    messages = (
+        stored.where(F.col("lcr_kind") != "DDL")
+        .join(
+            F.broadcast(_settings_frame(cycle.spark, cycle.settings)),
+            ["source_database_name", "object_owner", "object_name"],
+        )
+        .join(
+            committed.select("source_database_name", "transaction_id", "commit_scn"),
+            ["source_database_name", "transaction_id"],
+        )
     )
     staged, fold_input, bounds, buckets = _stage(cycle, messages)
     return _CycleInput(stored, committed, committed, messages, staged, fold_input, bounds, buckets)
@@ -2129,3 +2134,26 @@ def _apply_ddl_transaction(
     empty = spark.createDataFrame([], FOLD_OUTPUT_SCHEMA).where(F.lit(False))
     fold = _FoldOutcome(empty, failed, None, 0, aborted, None if failed else outcome)
     return replace(inputs, messages=messages), fold, versions_after, len(version_rows)
+
+
+def _queued_ddl_failures(inputs: _CycleInput) -> dict[tuple[str, str], Any]:
+    """EXECUTE_ERROR does not re-run a queued DDL transaction: it stays in the queue with a
+    message saying so (the DBA applies the change, then DELETE_ERROR)."""
+    rows = (
+        inputs.lcrs.where(F.col("lcr_kind") == "DDL")
+        .join(inputs.committed.select(*TRANSACTION_KEY, "commit_scn"), list(TRANSACTION_KEY))
+        .select(*TRANSACTION_KEY, "commit_scn", "message_number", "ddl_text")
+        .collect()  # the DDL LCRs of the re-executed error transactions: a few
+    )
+    return {
+        (str(r.source_database_name), str(r.transaction_id)): _DdlFailure(
+            str(r.source_database_name),
+            str(r.transaction_id),
+            int(r.commit_scn),
+            int(r.message_number),
+            UNIMPLEMENTED,
+            f"ORA-03001: unimplemented feature: EXECUTE_ERROR does not re-execute DDL "
+            f"({r.ddl_text}); apply it to the destination, then DELETE_ERROR",
+        )
+        for r in rows
+    }
