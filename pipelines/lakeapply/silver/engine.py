@@ -718,6 +718,7 @@ class _CycleInput:
     # barrier held committed transactions back for a later cycle.
     ddl: Position | None = None
     barrier: bool = False
+    ignored_ddl: frozenset[tuple[str, str]] = frozenset()  # DDL-only, changing nothing
 
 
 @dataclass(frozen=True)
@@ -853,7 +854,7 @@ def _read_and_stage(cycle: _Cycle) -> _CycleInput:
     committed_now = transactions.where(F.col("state") == "COMMITTED")
     redelivered = materialize(committed_now.join(seen, list(SEEN_KEY), "left_semi"))
     committed = committed_now.join(seen, list(SEEN_KEY), "left_anti")
-    committed, ddl, barrier = _ddl_barrier(cycle, lcrs, committed)
+    committed, ddl, barrier, ignored_ddl = _ddl_barrier(cycle, lcrs, committed)
 
     messages = _messages(lcrs, committed, settings, spark)
     staged, fold_input, bounds, buckets = _stage(cycle, messages)
@@ -871,6 +872,7 @@ def _read_and_stage(cycle: _Cycle) -> _CycleInput:
         redelivered=redelivered,
         ddl=ddl,
         barrier=barrier,
+        ignored_ddl=ignored_ddl,
     )
 
 
@@ -1080,6 +1082,10 @@ def _record_outcomes(
             "*",
             F.when(F.col("error_number").isNotNull(), F.lit("ERROR"))
             .when(F.lit(fold.ddl_outcome is not None), F.lit(fold.ddl_outcome))
+            .when(
+                _is_one_of(inputs.ignored_ddl) & (F.coalesce("message_count", F.lit(0)) == 0),
+                F.lit("IGNORED"),
+            )
             .when(
                 (F.coalesce("discarded", F.lit(0)) > 0)
                 & (F.coalesce("message_count", F.lit(0)) == F.coalesce("discarded", F.lit(0)))
@@ -1895,34 +1901,67 @@ def _routed_ddl(lcrs: DataFrame, settings: ApplySettings) -> DataFrame:
     return lcrs.where((F.col("lcr_kind") == "DDL") & passes_rules(settings))
 
 
+def _is_one_of(keys: frozenset[tuple[str, str]]) -> Column:
+    if not keys:
+        return F.lit(False)
+    return F.concat_ws("\u0000", *TRANSACTION_KEY).isin(*["\u0000".join(key) for key in keys])
+
+
 def _ddl_barrier(
     cycle: _Cycle, lcrs: DataFrame, committed: DataFrame
-) -> tuple[DataFrame, Position | None, bool]:
+) -> tuple[DataFrame, Position | None, bool, frozenset[tuple[str, str]]]:
     """Rule 9: a DDL transaction is a barrier. The cycle keeps the committed transactions
     before the first DDL one; when that DDL transaction comes first, it is kept alone (and
     returned). The rest stays in the spill for the next cycle: a loop over DDL barriers,
-    which are rare, never over row transactions."""
-    ddl_keys = _routed_ddl(lcrs, cycle.settings).select(*TRANSACTION_KEY).distinct()
+    which are rare, never over row transactions.
+
+    A transaction made only of DDL that changes no column and no row (rule 10: an index, a
+    grant, a comment, a table the apply does not route) is no barrier: nothing can be
+    ordered around it. It is processed in the cycle, as IGNORED (the last value returned).
+    Classifying needs the statement parsed: the DDL LCRs of the cycle's committed
+    transactions (a few; DDL is rare) are read on the driver."""
     committed = materialize(committed)
-    first_ddl = (
-        committed.join(ddl_keys, list(TRANSACTION_KEY), "left_semi")
-        .agg(F.min(F.struct(*_ORDER)).alias("first"))
-        .collect()[0]["first"]
+    ddl_lcrs = (
+        _routed_ddl(lcrs, cycle.settings)
+        .drop("commit_scn")
+        .join(committed.select(*TRANSACTION_KEY, "commit_scn"), list(TRANSACTION_KEY))
+        .select(
+            *TRANSACTION_KEY,
+            "commit_scn",
+            "ddl_text",
+            "current_schema",
+            "object_owner",
+            "object_name",
+            "base_table_owner",
+            "base_table_name",
+        )
+        .distinct()
+        .collect()
     )
-    if first_ddl is None:
-        return committed, None, False
-    position: Position = (
-        int(first_ddl.commit_scn),
-        str(first_ddl.source_database_name),
-        str(first_ddl.transaction_id),
-    )
+    if not ddl_lcrs:
+        return committed, None, False, frozenset()
+    changes: dict[tuple[str, str], bool] = {}
+    positions: dict[tuple[str, str], Position] = {}
+    for lcr in ddl_lcrs:
+        key = (str(lcr.source_database_name), str(lcr.transaction_id))
+        positions[key] = (int(lcr.commit_scn), key[0], key[1])
+        try:
+            changes_something = not isinstance(_ddl_change(cycle.settings, lcr), str)
+        except DdlError:
+            changes_something = True  # it goes to the error queue, in its own cycle
+        changes[key] = changes.get(key, False) or changes_something
+    barriers = [positions[key] for key, changes_something in changes.items() if changes_something]
+    ignored = frozenset(key for key, changes_something in changes.items() if not changes_something)
+    if not barriers:
+        return committed, None, False, ignored
+    position = min(barriers)
     first = committed.agg(F.min(F.struct(*_ORDER)).alias("first")).collect()[0]["first"]
     if (int(first.commit_scn), str(first.source_database_name), str(first.transaction_id)) == (
         position
     ):
-        return materialize(committed.where(_is_position(position))), position, True
+        return materialize(committed.where(_is_position(position))), position, True, frozenset()
     before = committed.where(_before(position) & ~_is_position(position))
-    return materialize(before), None, True
+    return materialize(before), None, True, ignored
 
 
 @dataclass(frozen=True)
