@@ -23,9 +23,10 @@ D2  The *messages* of a transaction (the rows of DBA_APPLY_ERROR_MESSAGES, MESSA
     transaction that should be applied according to the apply process rule sets" to the error queue.
 D3  Every committed transaction processed ends as exactly one of: an error transaction;
     discarded (at least one message discarded by the instantiation SCN, nothing applied, no
-    DDL); applied (everything else, including a transaction left empty by the rules and a DDL
-    transaction). Discarded ones are processed and counted as applied: rule 11 counts only
-    transactions delivered again as ignored (D14).
+    DDL); ignored (rule 10: only DDL LCRs, each of a kind that changes no column and no row,
+    ``NO_CHANGE_DDL``); applied (everything else, including a transaction left empty by the
+    rules and another DDL transaction). Discarded and ignored ones are processed and counted as
+    applied: rule 11 counts only transactions delivered again as ignored (D14).
 D4  ``received`` counts every LCR (row, DDL, directive) of the apply's source databases, open and
     rolled-back transactions included. ``rolled_back`` counts every rolled-back transaction of
     those sources, also when the apply aborted before reaching its SCN.
@@ -489,6 +490,8 @@ def reference_apply(
             if isinstance(outcome, ErrorTransaction)
             else "DISCARDED"
             if outcome.discarded
+            else "IGNORED"
+            if outcome.ignored
             else "APPLIED",
         )
         if isinstance(outcome, ErrorTransaction):
@@ -530,6 +533,13 @@ class _Applied:
     tables: Tables
     discarded: bool
     ddl: list[dict[str, Any]]
+    ignored: bool = False  # D3: a DDL transaction that changes nothing
+
+
+# D3, rule 10: DDL command types that change no column and no row of a table.
+NO_CHANGE_DDL = frozenset(
+    {"COMMENT", "GRANT", "REVOKE", "CREATE INDEX", "DROP INDEX", "ALTER INDEX", "ANALYZE"}
+)
 
 
 def _passes_rules(settings: ApplyProcess, database: str, lcr: dict[str, Any]) -> bool:
@@ -587,7 +597,10 @@ def _apply_transaction(
                 message_count=len(messages),
                 lcrs=tuple(messages),
             )
-    return _Applied(staged, discarded=discarded > 0 and applied == 0 and not ddl, ddl=ddl)
+    ignored = bool(ddl) and not messages and all(d["command_type"] in NO_CHANGE_DDL for d in ddl)
+    return _Applied(
+        staged, discarded=discarded > 0 and applied == 0 and not ddl, ddl=ddl, ignored=ignored
+    )
 
 
 def _transformed(settings: ApplyProcess, database: str, lcr: dict[str, Any]) -> dict[str, Any]:

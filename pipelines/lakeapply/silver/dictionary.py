@@ -172,6 +172,21 @@ TRANSACTIONS_SCHEMA = _schema(
     ("cycle_id", L, False),
     ("applied_at", TS, False),
 )
+# A version of a destination table's definition, from a DDL transaction (rule 10): the engine
+# applies each cycle with the latest version an earlier cycle recorded (DDL is a barrier).
+TABLE_VERSIONS = "table_versions"
+TABLE_VERSIONS_SCHEMA = _schema(
+    ("apply_name", S, False),
+    ("source_database", S, False),
+    ("object_owner", S, False),
+    ("object_name", S, False),
+    ("silver_table", S, False),
+    ("commit_scn", L, False),  # the DDL transaction's: the version takes effect after it
+    ("transaction_id", S, False),
+    ("ddl_text", S, False),
+    ("definition_json", S, False),  # the table definition document after the DDL
+    ("cycle_id", L, False),
+)
 SPILL = "spill"  # LCRs of transactions still open (or deferred) at the end of a cycle
 SPILL_SCHEMA = T.StructType([T.StructField("apply_name", S, False), *lcr_table_schema().fields])
 
@@ -218,6 +233,7 @@ DICTIONARY_TABLES: dict[str, T.StructType] = {
     CYCLES: CYCLES_SCHEMA,
     PROGRESS: PROGRESS_SCHEMA,
     TRANSACTIONS: TRANSACTIONS_SCHEMA,
+    TABLE_VERSIONS: TABLE_VERSIONS_SCHEMA,
     SPILL: SPILL_SCHEMA,
     ERROR_QUEUE: ERROR_QUEUE_SCHEMA,
     ERROR_MESSAGES: ERROR_MESSAGES_SCHEMA,

@@ -37,12 +37,21 @@ from lakeapply.bronze.tables import LCR_TABLE, lcr_table_schema
 from lakeapply.contract.identifiers import quote, sql_string_literal
 from lakeapply.contract.lcr import lcr_bronze_fields
 from lakeapply.contract.oracle_types import TypeFamily
-from lakeapply.contract.table_definitions import ColumnDefinition
+from lakeapply.contract.table_definitions import ColumnDefinition, TableDefinition
 from lakeapply.errors import ApplyAbortedError, ApplyError
 from lakeapply.runtime.catalog import Catalog, ensure_database, ensure_delta_table
 from lakeapply.runtime.retry import retry_on_concurrent_modification
 from lakeapply.silver import dictionary
 from lakeapply.silver.components import key_components
+from lakeapply.silver.ddl import (
+    UNIMPLEMENTED,
+    DdlError,
+    DdlStatement,
+    definition_from_json,
+    definition_json,
+    new_definition,
+    parse_ddl,
+)
 from lakeapply.silver.fold import FOLD_OUTPUT_SCHEMA, FoldPlan, Position, fold_function
 from lakeapply.silver.late import LateInput, find_late_input, late_lcr_errors, processed_before
 from lakeapply.silver.rules import passes_rules
@@ -711,6 +720,11 @@ class _CycleInput:
     redelivered: DataFrame | None = None  # committed transactions processed by an earlier cycle
     # source database -> progress row of the last committed cycle (read once per cycle)
     previous: dict[str, Any] = field(default_factory=dict)
+    # Rule 9 (DDL barrier): the DDL transaction this cycle applies alone, and whether a DDL
+    # barrier held committed transactions back for a later cycle.
+    ddl: Position | None = None
+    barrier: bool = False
+    ignored_ddl: frozenset[tuple[str, str]] = frozenset()  # DDL-only, changing nothing
 
 
 @dataclass(frozen=True)
@@ -720,6 +734,7 @@ class _FoldOutcome:
     cut: Position | None  # the last transaction this cycle processes; None: all
     passes: int
     aborted_error: Any  # the error that aborts the apply (disable_on_error = Y), or None
+    ddl_outcome: str | None = None  # a DDL cycle's transaction: APPLIED or IGNORED (no error)
 
 
 def apply_cycle(
@@ -761,6 +776,7 @@ def _bronze_cycle(
     crash_after: str | None,
 ) -> CycleReport:
     """One cycle over new bronze batches and the spill, from its recorded plan."""
+    settings = versioned_settings(spark, catalog, settings, plan.cycle_id)
     cycle = _Cycle(spark, catalog, settings, plan, progress, crash_after)
     cycle.crash_point("plan", "after plan")
     batches = (
@@ -771,8 +787,11 @@ def _bronze_cycle(
     progress(f"cycle {plan.cycle_id}: {batches} + spill")
 
     inputs = _read_and_stage(cycle)
-    fold = _fold_passes(cycle, inputs)
-    versions_after, merged = _merge_destinations(cycle, fold.final_rows, inputs.bounds)
+    if inputs.ddl is not None:  # a DDL transaction, alone in its cycle (rule 9)
+        inputs, fold, versions_after, merged = _apply_ddl_transaction(cycle, inputs)
+    else:
+        fold = _fold_passes(cycle, inputs)
+        versions_after, merged = _merge_destinations(cycle, fold.final_rows, inputs.bounds)
     now = datetime.now(UTC).replace(tzinfo=None)
     processed, late_errors = _record_outcomes(cycle, inputs, fold, now)
     keep = _write_spill(cycle, inputs, processed)
@@ -804,7 +823,9 @@ def _bronze_cycle(
         merged,
         fold.aborted_error is not None,
         watermarks,
-        caught_up=fold.cut is None and plan.bronze_to_batch == plan.bronze_newest_batch,
+        caught_up=fold.cut is None
+        and not inputs.barrier
+        and plan.bronze_to_batch == plan.bronze_newest_batch,
     )
 
 
@@ -839,6 +860,7 @@ def _read_and_stage(cycle: _Cycle) -> _CycleInput:
     committed_now = transactions.where(F.col("state") == "COMMITTED")
     redelivered = materialize(committed_now.join(seen, list(SEEN_KEY), "left_semi"))
     committed = committed_now.join(seen, list(SEEN_KEY), "left_anti")
+    committed, ddl, barrier, ignored_ddl = _ddl_barrier(cycle, lcrs, committed)
 
     messages = _messages(lcrs, committed, settings, spark)
     staged, fold_input, bounds, buckets = _stage(cycle, messages)
@@ -856,6 +878,9 @@ def _read_and_stage(cycle: _Cycle) -> _CycleInput:
         late=late,
         redelivered=redelivered,
         previous=previous,
+        ddl=ddl,
+        barrier=barrier,
+        ignored_ddl=ignored_ddl,
     )
 
 
@@ -1067,6 +1092,11 @@ def _record_outcomes(
         .select(
             "*",
             F.when(F.col("error_number").isNotNull(), F.lit("ERROR"))
+            .when(F.lit(fold.ddl_outcome is not None), F.lit(fold.ddl_outcome))
+            .when(
+                _is_one_of(inputs.ignored_ddl) & (F.coalesce("message_count", F.lit(0)) == 0),
+                F.lit("IGNORED"),
+            )
             .when(
                 (F.coalesce("discarded", F.lit(0)) > 0)
                 & (F.coalesce("message_count", F.lit(0)) == F.coalesce("discarded", F.lit(0)))
@@ -1088,7 +1118,7 @@ def _record_outcomes(
         "first_scn",
         F.try_to_timestamp("commit_source_time").alias("commit_time"),
         "outcome",
-        F.coalesce("message_count", F.lit(0)).alias("message_count"),
+        F.coalesce("message_count", "ddl_count", F.lit(0)).alias("message_count"),
         F.lit(plan.cycle_id).alias("cycle_id"),
         F.lit(now).alias("applied_at"),
     )
@@ -1099,7 +1129,11 @@ def _record_outcomes(
         f"{cycle.app}:transactions",
         plan.cycle_id,
     )
-    error_rows = processed.where(F.col("outcome") == "ERROR").select(*ERROR_ROW_COLUMNS)
+    error_rows = (
+        processed.where(F.col("outcome") == "ERROR")
+        .withColumn("message_count", F.coalesce("message_count", "ddl_count"))
+        .select(*ERROR_ROW_COLUMNS)
+    )
     messages = inputs.messages
     late_lcrs = _late_lcr_messages(cycle, inputs)
     late_errors: dict[str, int] = {}
@@ -1112,7 +1146,7 @@ def _record_outcomes(
             .collect()
         }
         error_rows = error_rows.unionByName(late_rows)
-        messages = messages.unionByName(late_lcrs.drop("applied_cycle"))
+        messages = messages.unionByName(late_lcrs.drop("applied_cycle"), allowMissingColumns=True)
     if fold.failed or late_lcrs is not None:  # rare: skip two empty Delta commits otherwise
         errors_rows = materialize(
             error_rows.withColumn(
@@ -1242,7 +1276,10 @@ def _record_progress(
         # a queued transaction again, so the watermark passes it in both modes).
         F.max("commit_scn").alias("lwm"),
         F.max_by("commit_source_time", "commit_scn").alias("lwm_time"),
-        F.count(F.when(F.col("outcome").isin("APPLIED", "DISCARDED"), 1)).alias("applied"),
+        # An IGNORED DDL transaction (rule 10) was applied: it had nothing to change.
+        F.count(F.when(F.col("outcome").isin("APPLIED", "DISCARDED", "IGNORED"), 1)).alias(
+            "applied"
+        ),
         F.count(F.when(F.col("outcome") == "ERROR", 1)).alias("errors"),
         F.lit(True).alias("__processed"),
     )
@@ -1689,6 +1726,7 @@ def _execute_cycle(
     from the error queue as it was when planned, folded against the destination tables as
     they were when planned, MERGEd, then the queue updated; last, the COMMITTED cycle row."""
     # Re-execution carries on after a failure, whatever disable_on_error says.
+    settings = versioned_settings(spark, catalog, settings, plan.cycle_id)
     cycle = _Cycle(
         spark, catalog, replace(settings, disable_on_error=False), plan, progress, crash_after
     )
@@ -1696,6 +1734,7 @@ def _execute_cycle(
     progress(f"cycle {plan.cycle_id}: re-executing {len(plan.execute_errors)} error transaction(s)")
     inputs = _read_error_transactions(cycle)
     fold = _fold_passes(cycle, inputs)
+    fold = replace(fold, failed={**fold.failed, **_queued_ddl_failures(inputs)})
     versions_after, _ = _merge_destinations(cycle, fold.final_rows, inputs.bounds)
     now = datetime.now(UTC).replace(tzinfo=None)
     executions = _record_executions(cycle, inputs, fold, now)
@@ -1728,12 +1767,16 @@ def _read_error_transactions(cycle: _Cycle) -> _CycleInput:
     stored = _error_table_at(cycle, dictionary.ERROR_MESSAGES).drop(
         "apply_name", "local_transaction_id", "commit_scn"
     )
-    messages = stored.join(
-        F.broadcast(_settings_frame(cycle.spark, cycle.settings)),
-        ["source_database_name", "object_owner", "object_name"],
-    ).join(
-        committed.select("source_database_name", "transaction_id", "commit_scn"),
-        ["source_database_name", "transaction_id"],
+    messages = (
+        stored.where(F.col("lcr_kind") != "DDL")
+        .join(
+            F.broadcast(_settings_frame(cycle.spark, cycle.settings)),
+            ["source_database_name", "object_owner", "object_name"],
+        )
+        .join(
+            committed.select("source_database_name", "transaction_id", "commit_scn"),
+            ["source_database_name", "transaction_id"],
+        )
     )
     staged, fold_input, bounds, buckets = _stage(cycle, messages)
     return _CycleInput(stored, committed, committed, messages, staged, fold_input, bounds, buckets)
@@ -1831,3 +1874,353 @@ def delete_errors(
     for name in (dictionary.ERROR_MESSAGES, dictionary.ERROR_QUEUE):
         DeltaTable.forName(spark, catalog.apply_table(name)).delete(mine)
     return wanted
+
+
+# --------------------------------------------------------------------------------------------
+# DDL (rules 9 and 10): barriers, versioned table definitions, the DDL cycle
+# --------------------------------------------------------------------------------------------
+
+
+def versioned_settings(
+    spark: SparkSession, catalog: Catalog, settings: ApplySettings, cycle_id: int
+) -> ApplySettings:
+    """``settings`` with each destination table's definition as the DDL transactions applied
+    by the cycles before ``cycle_id`` left it (a resumed cycle sees what it saw first)."""
+    latest = (
+        _apply_rows(spark, catalog, dictionary.TABLE_VERSIONS, settings.apply_name)
+        .where(F.col("cycle_id") < cycle_id)
+        .withColumn(
+            "rank",
+            F.row_number().over(
+                Window.partitionBy("silver_table").orderBy(F.desc("cycle_id"), F.desc("commit_scn"))
+            ),
+        )
+        .where(F.col("rank") == 1)
+        .select("silver_table", "definition_json")
+        .collect()  # one row per table a DDL changed
+    )
+    if not latest:
+        return settings
+    definitions = {row.silver_table: definition_from_json(row.definition_json) for row in latest}
+    return replace(
+        settings,
+        tables=tuple(
+            replace(table, definition=definitions[table.silver_table])
+            if table.silver_table in definitions
+            else table
+            for table in settings.tables
+        ),
+    )
+
+
+_ORDER = ("commit_scn", "source_database_name", "transaction_id")
+
+
+def _is_position(position: Position) -> Column:
+    scn, database, txn = position
+    return (
+        (F.col("commit_scn") == scn)
+        & (F.col("source_database_name") == database)
+        & (F.col("transaction_id") == txn)
+    )
+
+
+def _routed_ddl(lcrs: DataFrame, settings: ApplySettings) -> DataFrame:
+    return lcrs.where((F.col("lcr_kind") == "DDL") & passes_rules(settings))
+
+
+def _is_one_of(keys: frozenset[tuple[str, str]]) -> Column:
+    if not keys:
+        return F.lit(False)
+    return F.concat_ws("\u0000", *TRANSACTION_KEY).isin(*["\u0000".join(key) for key in keys])
+
+
+def _ddl_barrier(
+    cycle: _Cycle, lcrs: DataFrame, committed: DataFrame
+) -> tuple[DataFrame, Position | None, bool, frozenset[tuple[str, str]]]:
+    """Rule 9: a DDL transaction is a barrier. The cycle keeps the committed transactions
+    before the first DDL one; when that DDL transaction comes first, it is kept alone (and
+    returned). The rest stays in the spill for the next cycle: a loop over DDL barriers,
+    which are rare, never over row transactions.
+
+    A transaction made only of DDL that changes no column and no row (rule 10: an index, a
+    grant, a comment, a table the apply does not route) is no barrier: nothing can be
+    ordered around it. It is processed in the cycle, as IGNORED (the last value returned).
+    Classifying needs the statement parsed: the DDL LCRs of the cycle's committed
+    transactions (a few; DDL is rare) are read on the driver."""
+    committed = materialize(committed)
+    ddl_lcrs = (
+        _routed_ddl(lcrs, cycle.settings)
+        .drop("commit_scn")
+        .join(committed.select(*TRANSACTION_KEY, "commit_scn"), list(TRANSACTION_KEY))
+        .select(
+            *TRANSACTION_KEY,
+            "commit_scn",
+            "ddl_text",
+            "current_schema",
+            "object_owner",
+            "object_name",
+            "base_table_owner",
+            "base_table_name",
+        )
+        .distinct()
+        .collect()
+    )
+    if not ddl_lcrs:
+        return committed, None, False, frozenset()
+    changes: dict[tuple[str, str], bool] = {}
+    positions: dict[tuple[str, str], Position] = {}
+    for lcr in ddl_lcrs:
+        key = (str(lcr.source_database_name), str(lcr.transaction_id))
+        positions[key] = (int(lcr.commit_scn), key[0], key[1])
+        try:
+            changes_something = not isinstance(_ddl_change(cycle.settings, lcr), str)
+        except DdlError:
+            changes_something = True  # it goes to the error queue, in its own cycle
+        changes[key] = changes.get(key, False) or changes_something
+    barriers = [positions[key] for key, changes_something in changes.items() if changes_something]
+    ignored = frozenset(key for key, changes_something in changes.items() if not changes_something)
+    if not barriers:
+        return committed, None, False, ignored
+    position = min(barriers)
+    first = committed.agg(F.min(F.struct(*_ORDER)).alias("first")).collect()[0]["first"]
+    if (int(first.commit_scn), str(first.source_database_name), str(first.transaction_id)) == (
+        position
+    ):
+        return materialize(committed.where(_is_position(position))), position, True, frozenset()
+    before = committed.where(_before(position) & ~_is_position(position))
+    return materialize(before), None, True, ignored
+
+
+@dataclass(frozen=True)
+class _DdlFailure:
+    """A DDL transaction's error, shaped like a fold error row."""
+
+    source_database_name: str
+    transaction_id: str
+    commit_scn: int
+    message_number: int
+    error_number: int
+    error_message: str
+
+
+@dataclass(frozen=True)
+class _DdlChange:
+    """What one DDL LCR does to one destination table."""
+
+    table: DestinationTable
+    statement: DdlStatement
+    definition: TableDefinition | None  # the new definition (None: no column changes)
+
+
+def _ddl_change(settings: ApplySettings, lcr: Any) -> _DdlChange | str:
+    """The change a DDL LCR makes, or why it is ignored; raises DdlError as Oracle would."""
+    default_owner = lcr.current_schema or lcr.base_table_owner or lcr.object_owner
+    statement = parse_ddl(str(lcr.ddl_text or ""), default_owner)
+    if statement.kind == "IGNORED":
+        return statement.reason
+    owner = statement.owner or lcr.base_table_owner or lcr.object_owner
+    name = statement.table or lcr.base_table_name or lcr.object_name
+    table = settings.table_for(str(lcr.source_database_name), str(owner), str(name))
+    if table is None:
+        if statement.kind == "CREATE TABLE":
+            raise DdlError(
+                UNIMPLEMENTED,
+                f"CREATE TABLE {owner}.{name} is not applied by lakeapply: declare the table "
+                "in lakeapply.yml (its definition and instantiation SCN)",
+            )
+        return f"{owner}.{name} is not a destination table of apply {settings.apply_name}"
+    if statement.kind in ("CREATE TABLE", "DROP TABLE"):
+        raise DdlError(
+            UNIMPLEMENTED,
+            f"{statement.kind} {owner}.{name} is not applied by lakeapply "
+            f"(destination {table.silver_table} is declared in lakeapply.yml)",
+        )
+    if statement.kind == "TRUNCATE":
+        return _DdlChange(table, statement, None)
+    definition = new_definition(table.definition, statement, table.effective_key)
+    return _DdlChange(table, statement, definition)
+
+
+def _ddl_steps(change: _DdlChange, current: T.StructType, properties: dict[str, str]) -> list[str]:
+    """The Delta statements that take the destination table to the new definition."""
+    statement, table = change.statement, change.table
+    if statement.kind == "TRUNCATE":
+        return ["DELETE FROM {table}"]
+    steps: list[str] = []
+    mapping = properties.get("delta.columnMapping.mode") == "name"
+    if statement.kind in ("DROP", "RENAME") and not mapping:
+        steps.append("ALTER TABLE {table} SET TBLPROPERTIES ('delta.columnMapping.mode' = 'name')")
+    if statement.kind == "ADD":
+        added = ", ".join(
+            f"{quote(add.column.name)} {add.column.oracle_type.spark_type().simpleString()}"
+            for add in statement.added
+        )
+        steps.append(f"ALTER TABLE {{table}} ADD COLUMNS ({added})")
+        for add in statement.added:
+            if add.default is not None:
+                spark_type = add.column.oracle_type.spark_type().simpleString()
+                steps.append(
+                    f"UPDATE {{table}} SET {quote(add.column.name)} = "  # noqa: S608 (quoted)
+                    f"CAST({sql_string_literal(add.default)} AS {spark_type})"
+                )
+    elif statement.kind == "DROP":
+        dropped = ", ".join(quote(name) for name in statement.dropped)
+        steps.append(f"ALTER TABLE {{table}} DROP COLUMNS ({dropped})")
+    elif statement.kind == "RENAME":
+        assert statement.renamed is not None
+        old, new = statement.renamed
+        steps.append(f"ALTER TABLE {{table}} RENAME COLUMN {quote(old)} TO {quote(new)}")
+    elif statement.kind == "MODIFY":
+        types = {f.name: f.dataType for f in current.fields}
+        for column in statement.modified:
+            wanted = column.oracle_type.spark_type()
+            if types.get(column.name) != wanted:
+                if properties.get("delta.enableTypeWidening") != "true":
+                    steps.append(
+                        "ALTER TABLE {table} SET TBLPROPERTIES ('delta.enableTypeWidening' = 'true')"
+                    )
+                steps.append(
+                    f"ALTER TABLE {{table}} ALTER COLUMN {quote(column.name)} "
+                    f"TYPE {wanted.simpleString()}"
+                )
+    del table
+    return steps
+
+
+def _run_ddl_steps(cycle: _Cycle, qualified: str, steps: list[str], planned: int) -> None:
+    """Each step once: a step is tagged (Delta commit userMetadata) with the cycle and its
+    number, and a resumed cycle skips the steps its first run committed."""
+    done = {
+        str(row.userMetadata)
+        for row in DeltaTable.forName(cycle.spark, qualified)
+        .history()
+        .where((F.col("version") > planned) & F.col("userMetadata").isNotNull())
+        .select("userMetadata")
+        .collect()
+    }
+    session = cycle.spark.newSession()
+    for number, step in enumerate(steps):
+        marker = f"{cycle.app}:ddl:{cycle.plan.cycle_id}:{number}"
+        if marker in done:
+            continue
+        session.conf.set("spark.databricks.delta.commitInfo.userMetadata", marker)
+        try:
+            session.sql(step.format(table=qualified))
+        finally:
+            session.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
+
+
+def _apply_ddl_transaction(
+    cycle: _Cycle, inputs: _CycleInput
+) -> tuple[_CycleInput, _FoldOutcome, dict[str, int], int]:
+    """A DDL transaction, alone in its cycle: its DDL LCRs change the destination tables
+    (Delta ALTER TABLE / DELETE, each step once), then a new definition version is recorded.
+    A DDL that fails is an error transaction (with Y, it aborts the apply); one that changes
+    no column and no row is IGNORED. Returns the inputs with the DDL LCRs as the transaction's
+    messages (for the error queue), the outcome, and the destination versions after it."""
+    spark, catalog, settings, plan = cycle.spark, cycle.catalog, cycle.settings, cycle.plan
+    assert inputs.ddl is not None
+    ddl_lcrs = without_copies(
+        _routed_ddl(inputs.lcrs, settings)
+        .drop("commit_scn")  # the COMMIT's, as in a row transaction's messages
+        .join(inputs.committed.select(*TRANSACTION_KEY, "commit_scn"), list(TRANSACTION_KEY))
+    )
+    order = Window.partitionBy(*TRANSACTION_KEY).orderBy(
+        "scn", F.coalesce("position", F.lit("")), "ingest_batch_id", "source_file", "line_number"
+    )
+    messages = materialize(ddl_lcrs.withColumn("message_number", F.row_number().over(order)))
+    lcrs = messages.orderBy("message_number").collect()  # one transaction's DDL LCRs
+    versions_after = dict(plan.table_versions)
+    failed: dict[tuple[str, str], Any] = {}
+    outcome = "IGNORED"
+    version_rows = []
+    current_settings = settings
+    for lcr in lcrs:
+        try:
+            change = _ddl_change(current_settings, lcr)
+            if isinstance(change, str):
+                cycle.progress(f"DDL ignored ({change}): {lcr.ddl_text}")
+                continue
+            silver = change.table.silver_table
+            qualified = catalog.silver_table(silver)
+            detail = DeltaTable.forName(spark, qualified).detail().collect()[0]
+            steps = _ddl_steps(change, spark.table(qualified).schema, dict(detail.properties or {}))
+            try:
+                _run_ddl_steps(cycle, qualified, steps, plan.table_versions[silver])
+            except Exception as error:  # Delta's refusal, reported as an Oracle error
+                raise DdlError(
+                    UNIMPLEMENTED,
+                    f"{lcr.ddl_text}: the destination {silver} did not take it "
+                    f"({type(error).__name__}: {str(error).splitlines()[0]})",
+                ) from None
+            versions_after[silver] = _latest_version(spark, qualified)
+            outcome = "APPLIED"
+            if change.definition is not None:
+                version_rows.append(
+                    (
+                        cycle.apply_name,
+                        change.table.source_database,
+                        change.table.definition.owner,
+                        change.table.definition.name,
+                        silver,
+                        int(lcr.commit_scn),
+                        str(lcr.transaction_id),
+                        str(lcr.ddl_text),
+                        definition_json(change.definition),
+                        plan.cycle_id,
+                    )
+                )
+                current_settings = replace(
+                    current_settings,
+                    tables=tuple(
+                        replace(t, definition=change.definition) if t.silver_table == silver else t
+                        for t in current_settings.tables
+                    ),
+                )
+        except DdlError as error:
+            failed[(str(lcr.source_database_name), str(lcr.transaction_id))] = _DdlFailure(
+                str(lcr.source_database_name),
+                str(lcr.transaction_id),
+                int(lcr.commit_scn),
+                int(lcr.message_number),
+                error.number,
+                error.message,
+            )
+            break
+    if version_rows and not failed:
+        _append(
+            spark.createDataFrame(version_rows, dictionary.TABLE_VERSIONS_SCHEMA),
+            catalog.apply_table(dictionary.TABLE_VERSIONS),
+            dictionary.TABLE_VERSIONS_SCHEMA,
+            f"{cycle.app}:table_versions",
+            plan.cycle_id,
+        )
+    cycle.crash_point("merges", "after the DDL")
+    aborted = next(iter(failed.values())) if failed and settings.disable_on_error else None
+    empty = spark.createDataFrame([], FOLD_OUTPUT_SCHEMA).where(F.lit(False))
+    fold = _FoldOutcome(empty, failed, None, 0, aborted, None if failed else outcome)
+    return replace(inputs, messages=messages), fold, versions_after, len(version_rows)
+
+
+def _queued_ddl_failures(inputs: _CycleInput) -> dict[tuple[str, str], Any]:
+    """EXECUTE_ERROR does not re-run a queued DDL transaction: it stays in the queue with a
+    message saying so (the DBA applies the change, then DELETE_ERROR)."""
+    rows = (
+        inputs.lcrs.where(F.col("lcr_kind") == "DDL")
+        .join(inputs.committed.select(*TRANSACTION_KEY, "commit_scn"), list(TRANSACTION_KEY))
+        .select(*TRANSACTION_KEY, "commit_scn", "message_number", "ddl_text")
+        .collect()  # the DDL LCRs of the re-executed error transactions: a few
+    )
+    return {
+        (str(r.source_database_name), str(r.transaction_id)): _DdlFailure(
+            str(r.source_database_name),
+            str(r.transaction_id),
+            int(r.commit_scn),
+            int(r.message_number),
+            UNIMPLEMENTED,
+            f"ORA-03001: unimplemented feature: EXECUTE_ERROR does not re-execute DDL "
+            f"({r.ddl_text}); apply it to the destination, then DELETE_ERROR",
+        )
+        for r in rows
+    }

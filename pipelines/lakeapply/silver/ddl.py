@@ -1,0 +1,425 @@
+"""DDL LCRs (spec rules 9 and 10): parsed with sqlglot's Oracle dialect, turned into a new
+version of the destination table's definition and the Delta changes that reproduce it.
+
+A DDL transaction is a barrier (engine.py cuts a cycle before it and applies it alone), so
+within one cycle every table has exactly one definition: the latest version recorded in the
+``table_versions`` dictionary table by an earlier cycle. What the sink cannot apply raises
+:class:`DdlError` with the error Oracle would report, and the transaction goes to the error
+queue; what changes no column and no row is ignored.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+
+from lakeapply.contract.oracle_types import OracleType, TypeFamily, parse_oracle_type
+from lakeapply.contract.table_definitions import (
+    ColumnDefinition,
+    TableDefinition,
+    table_definition_from_dict,
+)
+from lakeapply.errors import ConfigurationError
+
+# Error numbers a DBA expects for a DDL that fails against the destination.
+INVALID_STATEMENT = 900  # ORA-00900: invalid SQL statement
+INVALID_IDENTIFIER = 904  # ORA-00904: invalid identifier (unknown column)
+DUPLICATE_COLUMN = 957  # ORA-00957: duplicate column name
+UNIMPLEMENTED = 3001  # ORA-03001: unimplemented feature
+TABLE_NOT_FOUND = 942  # ORA-00942: table or view does not exist
+COLUMN_EXISTS = 1430  # ORA-01430: column being added already exists in table
+CANNOT_CHANGE_TYPE = 1439  # ORA-01439: column to be modified must be empty to change datatype
+CANNOT_DECREASE = 1441  # ORA-01441: cannot decrease column length
+KEY_COLUMN = 12991  # ORA-12991: column is referenced in a multi-column constraint
+DDL_ERROR_NUMBERS = (
+    INVALID_STATEMENT,
+    INVALID_IDENTIFIER,
+    DUPLICATE_COLUMN,
+    TABLE_NOT_FOUND,
+    COLUMN_EXISTS,
+    CANNOT_CHANGE_TYPE,
+    CANNOT_DECREASE,
+    UNIMPLEMENTED,
+    KEY_COLUMN,
+)
+
+
+class DdlError(Exception):
+    """A DDL the destination cannot take: the Oracle error number and a precise message."""
+
+    def __init__(self, number: int, message: str) -> None:
+        super().__init__(f"ORA-{number:05d}: {message}")
+        self.number = number
+        self.message = f"ORA-{number:05d}: {message}"
+
+
+@dataclass(frozen=True)
+class AddColumn:
+    column: ColumnDefinition
+    default: str | None  # the DEFAULT literal's value as text, for the rows already there
+
+
+@dataclass(frozen=True)
+class DdlStatement:
+    """What one DDL statement does to one table.
+
+    ``kind``: ADD, DROP, RENAME, MODIFY, TRUNCATE, DROP TABLE, CREATE TABLE, or IGNORED
+    (indexes, constraints, grants, comments: no column, no row changes).
+    """
+
+    kind: str
+    owner: str | None
+    table: str | None
+    added: tuple[AddColumn, ...] = ()
+    dropped: tuple[str, ...] = ()
+    renamed: tuple[str, str] | None = None
+    modified: tuple[ColumnDefinition, ...] = ()
+    created: TableDefinition | None = None
+    reason: str = ""  # IGNORED: why
+
+
+def _name(identifier: Any) -> str:
+    """An Oracle name as the dictionary stores it: quoted ones as written, others upper case."""
+    if isinstance(identifier, exp.Column):
+        identifier = identifier.this
+    if isinstance(identifier, exp.Identifier):
+        return str(identifier.this) if identifier.quoted else str(identifier.this).upper()
+    return str(identifier).upper()
+
+
+def _table_name(table: exp.Table, default_owner: str | None) -> tuple[str | None, str]:
+    owner = _name(table.args["db"]) if table.args.get("db") else default_owner
+    return owner, _name(table.this)
+
+
+def _oracle_type(kind: exp.DataType | None, column: str, text: str) -> OracleType:
+    if kind is None:
+        raise DdlError(INVALID_STATEMENT, f"column {column} has no data type in: {text}")
+    type_text = kind.sql(dialect="oracle")
+    try:
+        return parse_oracle_type(type_text)
+    except ConfigurationError as error:
+        raise DdlError(
+            UNIMPLEMENTED, f"column {column}: type {type_text} is not supported ({error})"
+        ) from None
+
+
+def _default_value(value: exp.Expression, column: str, text: str) -> str | None:
+    if isinstance(value, exp.Paren):
+        value = value.this
+    if isinstance(value, exp.Neg) and isinstance(value.this, exp.Literal):
+        return f"-{value.this.this}"
+    if isinstance(value, exp.Null):
+        return None
+    if isinstance(value, exp.Literal):
+        return str(value.this)
+    raise DdlError(
+        UNIMPLEMENTED,
+        f"column {column}: DEFAULT {value.sql(dialect='oracle')} is not a literal "
+        f"(only literal defaults are applied to existing rows) in: {text}",
+    )
+
+
+def _column(definition: exp.ColumnDef, text: str) -> tuple[ColumnDefinition, str | None]:
+    name = _name(definition.this)
+    oracle_type = _oracle_type(definition.args.get("kind"), name, text)
+    nullable = True
+    default: str | None = None
+    default_text: str | None = None
+    for constraint in definition.args.get("constraints") or []:
+        kind = constraint.args.get("kind")
+        if isinstance(kind, exp.NotNullColumnConstraint):
+            nullable = bool(kind.args.get("allow_null"))
+        elif isinstance(kind, exp.PrimaryKeyColumnConstraint):
+            nullable = False
+        elif isinstance(kind, exp.DefaultColumnConstraint):
+            default = _default_value(kind.this, name, text)
+            default_text = kind.this.sql(dialect="oracle")
+    return ColumnDefinition(name, oracle_type, nullable, default_text), default
+
+
+def _column_defs(inner: str, text: str) -> list[exp.ColumnDef]:
+    """Column definitions written as in CREATE TABLE (MODIFY's list, which sqlglot's
+    ALTER TABLE grammar does not read), parsed by sqlglot as a CREATE TABLE column list."""
+    inner = inner.strip()
+    if inner.startswith("(") and inner.endswith(")"):
+        inner = inner[1:-1]
+    parsed = _parse(f"CREATE TABLE T ({inner})", text)
+    schema = parsed.this if isinstance(parsed, exp.Create) else None
+    if not isinstance(schema, exp.Schema):
+        raise DdlError(INVALID_STATEMENT, f"cannot read the column list of: {text}")
+    return [c for c in schema.expressions if isinstance(c, exp.ColumnDef)]
+
+
+def _parse(sql: str, text: str) -> exp.Expression:
+    try:
+        parsed = sqlglot.parse_one(sql, read="oracle")
+    except (ParseError, TokenError) as error:
+        first = str(error).splitlines()[0]
+        raise DdlError(INVALID_STATEMENT, f"cannot parse DDL ({first}): {text}") from None
+    assert isinstance(parsed, exp.Expression)
+    return parsed
+
+
+IGNORED_COMMANDS = ("CREATE", "COMMENT", "GRANT", "REVOKE", "ANALYZE", "AUDIT", "NOAUDIT")
+
+
+def parse_ddl(text: str, default_owner: str | None) -> DdlStatement:
+    """The statement's effect on its table; raises DdlError when it cannot be read."""
+    import logging
+
+    # sqlglot logs a warning for each statement it keeps as an opaque Command.
+    logging.getLogger("sqlglot").setLevel(logging.ERROR)
+    parsed = _parse(text, text)
+    if isinstance(parsed, exp.TruncateTable):
+        owner, table = _table_name(parsed.expressions[0], default_owner)
+        return DdlStatement("TRUNCATE", owner, table)
+    if isinstance(parsed, exp.Drop):
+        kind = str(parsed.args.get("kind") or "").upper()
+        if kind == "TABLE":
+            owner, table = _table_name(parsed.args["tables"][0], default_owner)
+            return DdlStatement("DROP TABLE", owner, table)
+        return DdlStatement("IGNORED", None, None, reason=f"DROP {kind} changes no table rows")
+    if isinstance(parsed, exp.Create):
+        kind = str(parsed.args.get("kind") or "").upper()
+        schema = parsed.this
+        if kind == "TABLE" and isinstance(schema, exp.Schema):
+            owner, table = _table_name(schema.this, default_owner)
+            columns = [
+                _column(c, text)[0] for c in schema.expressions if isinstance(c, exp.ColumnDef)
+            ]
+            primary = [
+                _name(c.this)
+                for c in schema.expressions
+                if isinstance(c, exp.ColumnDef)
+                and any(
+                    isinstance(k.args.get("kind"), exp.PrimaryKeyColumnConstraint)
+                    for k in c.args.get("constraints") or []
+                )
+            ]
+            document = {
+                "owner": owner,
+                "name": table,
+                "columns": [
+                    {"name": c.name, "type": str(c.oracle_type), "nullable": c.nullable}
+                    for c in columns
+                ],
+                **({"primary_key": primary} if primary else {}),
+            }
+            try:
+                created = table_definition_from_dict(document, f"DDL {text}")
+            except ConfigurationError as error:
+                raise DdlError(INVALID_STATEMENT, str(error)) from None
+            return DdlStatement("CREATE TABLE", owner, table, created=created)
+        return DdlStatement("IGNORED", None, None, reason=f"CREATE {kind} changes no table rows")
+    if isinstance(parsed, exp.Command):
+        verb = str(parsed.this).upper()
+        rest = str(parsed.args.get("expression") or "").strip()
+        if verb == "ALTER" and rest.upper().startswith("TABLE"):
+            return _alter_modify(rest, text, default_owner)
+        if verb in IGNORED_COMMANDS:
+            return DdlStatement("IGNORED", None, None, reason=f"{verb} changes no table rows")
+        raise DdlError(UNIMPLEMENTED, f"{verb} statements are not applied: {text}")
+    if isinstance(parsed, exp.Grant | exp.Comment):
+        return DdlStatement("IGNORED", None, None, reason="changes no table rows")
+    if isinstance(parsed, exp.Alter):
+        return _alter(parsed, text, default_owner)
+    raise DdlError(UNIMPLEMENTED, f"this statement is not applied: {text}")
+
+
+def _alter(parsed: exp.Alter, text: str, default_owner: str | None) -> DdlStatement:  # noqa: PLR0912
+    owner, table = _table_name(parsed.this, default_owner)
+    actions = parsed.args.get("actions") or []
+    added: list[AddColumn] = []
+    dropped: list[str] = []
+    for action in actions:
+        if isinstance(action, exp.Schema | exp.ColumnDef):
+            definitions = action.expressions if isinstance(action, exp.Schema) else [action]
+            for definition in definitions:
+                if not isinstance(definition, exp.ColumnDef):
+                    raise DdlError(UNIMPLEMENTED, f"ALTER TABLE ... ADD is not applied: {text}")
+                column, default = _column(definition, text)
+                added.append(AddColumn(column, default))
+        elif isinstance(action, exp.Drop) and str(action.args.get("kind")).upper() == "COLUMN":
+            dropped += [_name(column) for column in action.args.get("tables") or []]
+        elif isinstance(action, exp.Command) and str(action.this).upper() == "DROP":
+            tuple_ = _parse(f"SELECT {action.expression}", text)
+            values = tuple_.expressions[0] if isinstance(tuple_, exp.Select) else None
+            items = values.expressions if isinstance(values, exp.Tuple | exp.Paren) else [values]
+            if isinstance(values, exp.Paren):
+                items = [values.this]
+            if not items or not all(isinstance(i, exp.Column) for i in items):
+                return DdlStatement("IGNORED", owner, table, reason="drops no column")
+            dropped += [_name(i) for i in items]
+        elif isinstance(action, exp.RenameColumn):
+            return DdlStatement(
+                "RENAME", owner, table, renamed=(_name(action.this), _name(action.args["to"]))
+            )
+        elif isinstance(action, exp.AddConstraint | exp.Drop):
+            return DdlStatement("IGNORED", owner, table, reason="a constraint changes no rows")
+        else:
+            raise DdlError(UNIMPLEMENTED, f"ALTER TABLE action is not applied: {text}")
+    if added and dropped:
+        raise DdlError(UNIMPLEMENTED, f"ADD and DROP in one statement are not applied: {text}")
+    if added:
+        return DdlStatement("ADD", owner, table, added=tuple(added))
+    if dropped:
+        return DdlStatement("DROP", owner, table, dropped=tuple(dropped))
+    return DdlStatement("IGNORED", owner, table, reason="no column change")
+
+
+def _alter_modify(rest: str, text: str, default_owner: str | None) -> DdlStatement:
+    """ALTER TABLE t MODIFY ... (sqlglot keeps it as a Command): the table name and the
+    column list are each parsed by sqlglot."""
+    tokens = sqlglot.tokenize(rest, read="oracle")
+    words = [token.text.upper() for token in tokens]
+    if "MODIFY" not in words:
+        raise DdlError(UNIMPLEMENTED, f"ALTER TABLE action is not applied: {text}")
+    at = words.index("MODIFY")
+    name = _parse(
+        "SELECT * FROM " + rest[tokens[1].start : tokens[at - 1].end + 1],  # noqa: S608 (parsed only)
+        text,
+    ).find(exp.Table)
+    if name is None:
+        raise DdlError(INVALID_STATEMENT, f"no table name in: {text}")
+    owner, table = _table_name(name, default_owner)
+    inner = rest[tokens[at].end + 1 :]
+    if any(word in ("CONSTRAINT", "PRIMARY", "UNIQUE") for word in words[at + 1 : at + 3]):
+        return DdlStatement("IGNORED", owner, table, reason="a constraint changes no rows")
+    modified = []
+    for definition in _column_defs(inner, text):
+        if definition.args.get("kind") is None:
+            continue  # MODIFY (c NOT NULL) and friends: a constraint, no rows change
+        modified.append(_column(definition, text)[0])
+    if not modified:
+        return DdlStatement("IGNORED", owner, table, reason="a constraint changes no rows")
+    return DdlStatement("MODIFY", owner, table, modified=tuple(modified))
+
+
+def _widens(old: OracleType, new: OracleType) -> bool:
+    if old.family != new.family or old.name != new.name:
+        return False
+    if old.family == TypeFamily.CHARACTER:
+        return (new.length or 0) >= (old.length or 0) or old.length is None
+    if old.family == TypeFamily.NUMBER:
+        if old.precision is None:
+            return new.precision is None
+        if new.precision is None:
+            return old.scale in (None, 0) and new.scale in (None, 0)
+        return (new.scale or 0) >= (old.scale or 0) and (new.precision - (new.scale or 0)) >= (
+            old.precision - (old.scale or 0)
+        )
+    return old == new
+
+
+def new_definition(  # noqa: PLR0912 (one branch per DDL kind)
+    definition: TableDefinition, statement: DdlStatement, key: tuple[str, ...]
+) -> TableDefinition:
+    """The table's definition after ``statement``; raises DdlError as Oracle would."""
+    table = definition.qualified_name
+    names = definition.column_names
+    if statement.kind == "ADD":
+        columns = list(definition.columns)
+        for add in statement.added:
+            if add.column.name in [c.name for c in columns]:
+                raise DdlError(
+                    COLUMN_EXISTS,
+                    f"column being added already exists in table {table}: {add.column.name}",
+                )
+            columns.append(add.column)
+        return replace(definition, columns=tuple(columns))
+    if statement.kind == "DROP":
+        for name in statement.dropped:
+            if name not in names:
+                raise DdlError(INVALID_IDENTIFIER, f'"{name}": invalid identifier (table {table})')
+            if name in key:
+                raise DdlError(
+                    KEY_COLUMN,
+                    f"column {name} of {table} is a key column of the destination "
+                    f"(key {', '.join(key)}); dropping it is not applied",
+                )
+        if len(statement.dropped) >= len(names):
+            raise DdlError(UNIMPLEMENTED, f"cannot drop all columns of {table}")
+        return replace(
+            definition,
+            columns=tuple(c for c in definition.columns if c.name not in statement.dropped),
+        )
+    if statement.kind == "RENAME":
+        assert statement.renamed is not None
+        old, new = statement.renamed
+        if old not in names:
+            raise DdlError(INVALID_IDENTIFIER, f'"{old}": invalid identifier (table {table})')
+        if new in names:
+            raise DdlError(DUPLICATE_COLUMN, f"duplicate column name {new} in table {table}")
+        rename = {old: new}
+        return replace(
+            definition,
+            columns=tuple(replace(c, name=rename.get(c.name, c.name)) for c in definition.columns),
+            primary_key=tuple(rename.get(c, c) for c in definition.primary_key),
+            unique_keys=tuple(
+                replace(k, columns=tuple(rename.get(c, c) for c in k.columns))
+                for k in definition.unique_keys
+            ),
+        )
+    if statement.kind == "MODIFY":
+        changed = {c.name: c for c in statement.modified}
+        for name, column in changed.items():
+            if name not in names:
+                raise DdlError(INVALID_IDENTIFIER, f'"{name}": invalid identifier (table {table})')
+            old_type = definition.column(name).oracle_type
+            if (
+                old_type.family != column.oracle_type.family
+                or old_type.name != column.oracle_type.name
+            ):
+                raise DdlError(
+                    CANNOT_CHANGE_TYPE,
+                    f"column to be modified must be empty to change datatype: {table}.{name} "
+                    f"{old_type} to {column.oracle_type} is not applied",
+                )
+            if not _widens(old_type, column.oracle_type):
+                raise DdlError(
+                    CANNOT_DECREASE,
+                    f"cannot decrease column length or precision: {table}.{name} "
+                    f"{old_type} to {column.oracle_type} is not applied",
+                )
+        return replace(
+            definition,
+            columns=tuple(
+                replace(c, oracle_type=changed[c.name].oracle_type) if c.name in changed else c
+                for c in definition.columns
+            ),
+        )
+    return definition
+
+
+def definition_json(definition: TableDefinition) -> str:
+    """The definition as a table-definition document (schemas/table-definition.schema.json)."""
+    document: dict[str, Any] = {
+        "owner": definition.owner,
+        "name": definition.name,
+        "columns": [
+            {
+                "name": c.name,
+                "type": str(c.oracle_type),
+                "nullable": c.nullable,
+                **({"default": c.default} if c.default is not None else {}),
+            }
+            for c in definition.columns
+        ],
+    }
+    if definition.primary_key:
+        document["primary_key"] = list(definition.primary_key)
+    if definition.unique_keys:
+        document["unique_keys"] = [
+            {"name": k.name, "columns": list(k.columns)} for k in definition.unique_keys
+        ]
+    return json.dumps(document, sort_keys=True)
+
+
+def definition_from_json(text: str) -> TableDefinition:
+    return table_definition_from_dict(json.loads(text), "table_versions")

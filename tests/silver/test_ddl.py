@@ -1,0 +1,184 @@
+"""Rules 9 and 10 in the engine: a DDL transaction is a barrier applied alone; ALTER TABLE
+ADD / DROP / RENAME / MODIFY and TRUNCATE change the destination and its versioned definition;
+a DDL that changes no column or row is IGNORED; one that fails goes to the error queue."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql import SparkSession
+
+from lakeapply.silver import dictionary
+from lakeapply.silver.ddl import DdlError, parse_ddl
+from lakeapply.silver.engine import SimulatedApplyCrash, apply_cycle
+from lakeapply.testing import LakeapplyHarness, apply_settings, table_definition
+
+ACCOUNT = table_definition(
+    "BANK.ACCOUNT", {"ID": "NUMBER(6)", "BALANCE": "NUMBER(6,2)"}, primary_key=["ID"]
+)
+
+
+def _rows(lakeapply: LakeapplyHarness) -> list[tuple[object, ...]]:
+    frame = lakeapply.silver("BANK.ACCOUNT")
+    return sorted(tuple(row) for row in frame.select(*sorted(frame.columns)).collect())
+
+
+def _outcomes(lakeapply: LakeapplyHarness) -> list[tuple[str, str]]:
+    return [
+        (r.transaction_id, r.outcome)
+        for r in lakeapply.transactions().orderBy("commit_scn").collect()
+    ]
+
+
+def test_an_update_before_an_add_column_and_an_insert_using_it_after_apply_in_order(
+    spark: SparkSession, lakeapply: LakeapplyHarness
+) -> None:
+    lakeapply.configure(apply_settings(ACCOUNT))
+    insert = lakeapply.txn(transaction_id="1.1.1").insert("BANK.ACCOUNT", ID=1, BALANCE=10)
+    update = lakeapply.txn(transaction_id="1.1.2").update(
+        "BANK.ACCOUNT", old={"ID": 1, "BALANCE": 10}, new={"BALANCE": 20}
+    )
+    add = lakeapply.txn(transaction_id="1.1.3").ddl(
+        "BANK.ACCOUNT", "ALTER TABLE BANK.ACCOUNT ADD (STATUS VARCHAR2(10) DEFAULT 'OPEN')"
+    )
+    after = lakeapply.txn(transaction_id="1.1.4").insert(
+        "BANK.ACCOUNT", ID=2, BALANCE=5, STATUS="NEW"
+    )
+
+    # One landing batch: the barrier, not the batches, orders them.
+    lakeapply.run(insert.commit(), update.commit(), add.commit(), after.commit())
+
+    assert _rows(lakeapply) == [(5, 2, "NEW"), (20, 1, "OPEN")]
+    assert _outcomes(lakeapply) == [
+        ("1.1.1", "APPLIED"),
+        ("1.1.2", "APPLIED"),
+        ("1.1.3", "APPLIED"),
+        ("1.1.4", "APPLIED"),
+    ]
+    versions = lakeapply._apply_table(dictionary.TABLE_VERSIONS).collect()
+    assert [v.transaction_id for v in versions] == ["1.1.3"]
+    assert "STATUS" in versions[0].definition_json
+    progress = lakeapply.latest_progress().collect()[0]
+    assert progress.total_applied == 4
+    assert lakeapply.error_queue().count() == 0
+
+
+@pytest.mark.slow  # five DDL barriers: six cycles (~210 s measured on 2 loaded cores)
+def test_rename_widen_and_drop_column_change_the_destination_and_later_lcrs_follow(
+    spark: SparkSession, lakeapply: LakeapplyHarness
+) -> None:
+    lakeapply.configure(apply_settings(ACCOUNT))
+    lakeapply.run(
+        lakeapply.txn().insert("BANK.ACCOUNT", ID=1, BALANCE=10).commit(),
+        lakeapply.txn()
+        .ddl("BANK.ACCOUNT", "ALTER TABLE BANK.ACCOUNT ADD (NOTE VARCHAR2(5), EXTRA NUMBER)")
+        .commit(),
+        lakeapply.txn()
+        .ddl("BANK.ACCOUNT", "ALTER TABLE BANK.ACCOUNT RENAME COLUMN NOTE TO REMARK")
+        .commit(),
+        lakeapply.txn()
+        .ddl("BANK.ACCOUNT", "ALTER TABLE BANK.ACCOUNT MODIFY (BALANCE NUMBER(12,2))")
+        .commit(),
+        lakeapply.txn().ddl("BANK.ACCOUNT", "ALTER TABLE BANK.ACCOUNT DROP COLUMN EXTRA").commit(),
+        # 123456.5 needs NUMBER(8,2): ORA-01438 before the MODIFY.
+        lakeapply.txn().insert("BANK.ACCOUNT", ID=2, BALANCE=123456.5, REMARK="hello").commit(),
+    )
+
+    assert lakeapply.error_queue().count() == 0
+    assert set(lakeapply.silver("BANK.ACCOUNT").columns) == {"ID", "BALANCE", "REMARK"}
+    rows = sorted(
+        (int(r.ID), float(r.BALANCE), r.REMARK) for r in lakeapply.silver("BANK.ACCOUNT").collect()
+    )
+    assert rows == [(1, 10.0, None), (2, 123456.5, "hello")]
+
+
+def test_truncate_table_empties_the_destination_between_the_inserts_around_it(
+    spark: SparkSession, lakeapply: LakeapplyHarness
+) -> None:
+    lakeapply.configure(apply_settings(ACCOUNT))
+    lakeapply.run(
+        lakeapply.txn().insert("BANK.ACCOUNT", ID=1, BALANCE=10).commit(),
+        lakeapply.txn().ddl("BANK.ACCOUNT", "TRUNCATE TABLE BANK.ACCOUNT").commit(),
+        lakeapply.txn().insert("BANK.ACCOUNT", ID=1, BALANCE=30).commit(),
+    )
+
+    assert _rows(lakeapply) == [(30, 1)]
+    assert lakeapply.error_queue().count() == 0
+
+
+def test_an_index_ddl_is_ignored_and_a_failing_ddl_goes_to_the_error_queue(
+    spark: SparkSession, lakeapply: LakeapplyHarness
+) -> None:
+    lakeapply.configure(apply_settings(ACCOUNT, disable_on_error=False))
+    lakeapply.run(
+        lakeapply.txn(transaction_id="4.1.1")
+        .ddl("BANK.ACCOUNT", "CREATE INDEX BANK.ACCOUNT_IX ON BANK.ACCOUNT (BALANCE)")
+        .commit(),
+        lakeapply.txn(transaction_id="4.1.2")
+        .ddl("BANK.ACCOUNT", "ALTER TABLE BANK.ACCOUNT DROP COLUMN NOSUCH")
+        .commit(),
+        lakeapply.txn(transaction_id="4.1.3").insert("BANK.ACCOUNT", ID=1, BALANCE=1).commit(),
+    )
+
+    assert _outcomes(lakeapply) == [
+        ("4.1.1", "IGNORED"),
+        ("4.1.2", "ERROR"),
+        ("4.1.3", "APPLIED"),
+    ]
+    error = lakeapply.error_queue().collect()[0]
+    assert error.source_transaction_id == "4.1.2"
+    assert error.error_number == 904
+    assert error.error_message.startswith('ORA-00904: "NOSUCH": invalid identifier')
+    messages = lakeapply.error_messages().collect()
+    assert [m.ddl_text for m in messages] == ["ALTER TABLE BANK.ACCOUNT DROP COLUMN NOSUCH"]
+    assert _rows(lakeapply) == [(1, 1)]
+
+    # EXECUTE_ERROR does not re-run DDL: the transaction stays queued, saying so.
+    execution = lakeapply.execute_error(error.local_transaction_id)
+    assert not execution.succeeded
+    assert execution.error_number == 3001
+    assert lakeapply.error_queue().count() == 1
+
+
+def test_a_crash_after_the_ddl_then_a_rerun_applies_it_once(
+    spark: SparkSession, lakeapply: LakeapplyHarness
+) -> None:
+    lakeapply.configure(apply_settings(ACCOUNT))
+    lakeapply.run(lakeapply.txn().insert("BANK.ACCOUNT", ID=1, BALANCE=10).commit())
+    lakeapply.land(
+        lakeapply.txn()
+        .ddl("BANK.ACCOUNT", "ALTER TABLE BANK.ACCOUNT ADD (STATUS VARCHAR2(4) DEFAULT 'OK')")
+        .commit(),
+        lakeapply.txn().insert("BANK.ACCOUNT", ID=2, BALANCE=2, STATUS="NEW").commit(),
+    )
+
+    with pytest.raises(SimulatedApplyCrash):
+        apply_cycle(spark, lakeapply.catalog, lakeapply.apply_process, crash_after="merges")
+    lakeapply.apply()  # resumes the DDL cycle from its plan, then the insert
+
+    assert lakeapply.error_queue().count() == 0  # ADD again would be ORA-01430
+    assert _rows(lakeapply) == [(2, 2, "NEW"), (10, 1, "OK")]
+    assert lakeapply.transactions().count() == 3
+
+
+@pytest.mark.parametrize(
+    ("text", "number"),
+    [
+        ("ALTER TABLE X ADD (D DATE DEFAULT SYSDATE)", 3001),
+        ("ALTER TABLE (", 900),
+        ("ALTER SESSION SET NLS_DATE_FORMAT = 'YYYY'", 3001),
+    ],
+)
+def test_ddl_the_sink_cannot_apply_raises_the_oracle_error(text: str, number: int) -> None:
+    with pytest.raises(DdlError) as raised:
+        parse_ddl(text, "HR")
+    assert raised.value.number == number
+
+
+def test_constraints_grants_and_comments_are_ignored() -> None:
+    for text in (
+        "ALTER TABLE HR.EMP ADD CONSTRAINT C1 UNIQUE (NAME)",
+        "GRANT SELECT ON HR.EMP TO SCOTT",
+        "COMMENT ON TABLE HR.EMP IS 'x'",
+        "ALTER TABLE HR.EMP MODIFY (NAME NOT NULL)",
+    ):
+        assert parse_ddl(text, "HR").kind == "IGNORED", text
