@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from pyspark.sql import SparkSession
 
 from lakeapply.runtime.catalog import Catalog
 from lakeapply.silver import admin
 from lakeapply.silver.rules import passes_rules, rule_condition_text
 from lakeapply.silver.settings import ApplyRule, ApplySettings
-from tests.silver.differential import engine_settings, isolate
-from tests.silver.test_transformations import _workload
+from lakeapply.testing import apply_settings, table_definition
 
 LCRS = "source_database_name string, object_owner string, object_name string, tag string"
 
@@ -60,16 +57,14 @@ def test_a_positive_tag_rule_and_the_tag_rule(spark: SparkSession) -> None:
     assert ("APP.ACCOUNT", "0a") not in _passing(spark, untagged)
 
 
-def test_rules_are_published_in_the_dictionary_and_read_back(
-    spark: SparkSession, tmp_path: Path
-) -> None:
-    workload = isolate(_workload([]), 9101)
-    source = workload.process["source_databases"][0]
-    workload.process["rules"] = {
-        "negative": [{"source_database": source, "schema": "APP", "table": "AUDIT"}],
-        "positive": [{"schema": "APP"}, {"tag": "NULL"}],
-    }
-    settings = engine_settings(workload, tmp_path)
+def test_rules_are_published_in_the_dictionary_and_read_back(spark: SparkSession) -> None:
+    account = table_definition("APP.ACCOUNT", {"ID": "NUMBER(6)"}, primary_key=["ID"])
+    settings = apply_settings(
+        account,
+        apply_name="APPLY_RULES_READ_BACK",
+        negative_rules=(ApplyRule("ORCL", "APP", "AUDIT"),),
+        positive_rules=(ApplyRule(schema="APP"), ApplyRule(tag="NULL")),
+    )
     catalog = Catalog("rules")
     admin.publish_settings(spark, catalog, settings)
     loaded = admin.load_settings(spark, catalog, settings.apply_name)
@@ -78,6 +73,6 @@ def test_rules_are_published_in_the_dictionary_and_read_back(
         settings.positive_rules,
     )
     assert rule_condition_text(loaded.negative_rules[0]) == (
-        f"(:dml.get_source_database_name() = '{source}') AND (:dml.get_object_owner() = 'APP') "
+        "(:dml.get_source_database_name() = 'ORCL') AND (:dml.get_object_owner() = 'APP') "
         "AND (:dml.get_object_name() = 'AUDIT')"
     )
