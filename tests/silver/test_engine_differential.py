@@ -6,7 +6,9 @@ Workloads that carry on after errors (disable_on_error = N) share apply processe
 time (one per combination of apply parameters), which keeps hundreds of them affordable; those
 whose first error stops the apply (Y) run one apply each. With several batches, each cycle reads
 one ingest batch (transactions stay open across cycles), and the first cycle crashes at a
-seeded step and is resumed.
+seeded step and is resumed. Each test has databases of its own (the ``catalog`` fixture): a new
+apply process reads every bronze batch ever landed, so over shared databases it would also cycle
+through the batches of every earlier test.
 """
 
 from __future__ import annotations
@@ -31,7 +33,6 @@ from tests.silver import differential
 from tests.silver.differential import compare, engine_outcomes, isolate, reference_outcome
 
 _numbers = itertools.count(1)
-SHARED = Catalog("differential")
 
 
 def drawn(count: int, strategy: st.SearchStrategy[Workload], seeded: int) -> list[Workload]:
@@ -80,13 +81,14 @@ def _groups(batch: list[Workload]) -> list[list[Workload]]:
 
 def run_and_compare(
     spark: SparkSession,
+    catalog: Catalog,
     tmp_path: Path,
     batch: list[Workload],
     batches: int,
     run: Callable[..., list[differential.Comparable]] = engine_outcomes,
 ) -> None:
     for number, group in enumerate(_groups(batch)):
-        actual = run(spark, SHARED, group, tmp_path / f"group{number}", batches)
+        actual = run(spark, catalog, group, tmp_path / f"group{number}", batches)
         for workload, outcome in zip(group, actual, strict=True):
             compare(reference_outcome(workload), outcome, batches)
 
@@ -111,48 +113,48 @@ def engine_outcomes_with_a_crash(
 
 
 def test_engine_matches_the_reference_on_workloads_that_carry_on_after_errors(
-    spark: SparkSession, tmp_path: Path
+    spark: SparkSession, catalog: Catalog, tmp_path: Path
 ) -> None:
     batch = sharing_one_apply(drawn(20, workloads(disable_on_error=False), seeded=1))
-    run_and_compare(spark, tmp_path, batch, batches=1)
-    # The gold views of the final state: one dbt build over the shared catalog.
-    report = run_gold(spark, session_warehouse(spark), SHARED.prefix)
+    run_and_compare(spark, catalog, tmp_path, batch, batches=1)
+    # The gold views of the final state: one dbt build over the test's databases.
+    report = run_gold(spark, session_warehouse(spark), catalog.prefix)
     assert report.success, report.failures
     for workload in batch:
-        gold = differential.gold_outcome(spark, f"{SHARED.prefix}_gold", workload)
+        gold = differential.gold_outcome(spark, f"{catalog.prefix}_gold", workload)
         differential.compare_gold(reference_outcome(workload), gold)
 
 
 @pytest.mark.slow  # ~25 min on 2 cores since workloads draw LOB pieces and redeliveries
 def test_engine_matches_the_reference_across_cycles_with_a_crash_between_them(
-    spark: SparkSession, tmp_path: Path
+    spark: SparkSession, catalog: Catalog, tmp_path: Path
 ) -> None:
     batch = sharing_one_apply(drawn(6, workloads(disable_on_error=False), seeded=2))
-    run_and_compare(spark, tmp_path, batch, batches=3, run=engine_outcomes_with_a_crash)
+    run_and_compare(spark, catalog, tmp_path, batch, batches=3, run=engine_outcomes_with_a_crash)
 
 
 @pytest.mark.parametrize("batches", [1, 3])
 def test_engine_matches_the_reference_when_the_first_error_stops_the_apply(
-    spark: SparkSession, tmp_path: Path, batches: int
+    spark: SparkSession, catalog: Catalog, tmp_path: Path, batches: int
 ) -> None:
     for number, workload in enumerate(
         drawn(2, workloads(disable_on_error=True), seeded=3 + batches)
     ):
-        actual = engine_outcomes(spark, SHARED, [workload], tmp_path / f"w{number}", batches)
+        actual = engine_outcomes(spark, catalog, [workload], tmp_path / f"w{number}", batches)
         compare(reference_outcome(workload), actual[0], batches)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", range(4))
 def test_engine_matches_the_reference_on_many_workloads(
-    spark: SparkSession, tmp_path: Path, seed: int
+    spark: SparkSession, catalog: Catalog, tmp_path: Path, seed: int
 ) -> None:
     """make test-slow: 4 x (70 that carry on + 5 that stop, each run twice) = 300 workloads."""
     carrying_on = sharing_one_apply(drawn(70, workloads(disable_on_error=False), 100 + seed))
-    run_and_compare(spark, tmp_path, carrying_on, batches=1 + seed % 2 * 2)
+    run_and_compare(spark, catalog, tmp_path, carrying_on, batches=1 + seed % 2 * 2)
     for number, workload in enumerate(drawn(5, workloads(disable_on_error=True), 200 + seed)):
         for batches in (1, 3):
             again = isolate(workload, next(_numbers))  # its own apply and tables per run
             folder = tmp_path / f"w{number}-{batches}"
-            actual = engine_outcomes(spark, SHARED, [again], folder, batches)
+            actual = engine_outcomes(spark, catalog, [again], folder, batches)
             compare(reference_outcome(again), actual[0], batches)

@@ -42,7 +42,7 @@ from lakeapply.errors import ApplyAbortedError, ApplyError
 from lakeapply.runtime.catalog import Catalog, ensure_database, ensure_delta_table
 from lakeapply.runtime.retry import retry_on_concurrent_modification
 from lakeapply.silver import dictionary
-from lakeapply.silver.components import key_components
+from lakeapply.silver.components import STATIC_GROUP, key_components, transaction_components
 from lakeapply.silver.ddl import (
     UNIMPLEMENTED,
     DdlError,
@@ -571,12 +571,12 @@ def _fold_input(
         "silver_table", "key_text", "moved_key_text"
     )
     if links.limit(1).count() == 0:
-        lcr_part = staged.withColumn("group_id", F.coalesce("key_text", F.lit("!static")))
+        lcr_part = staged.withColumn("group_id", F.coalesce("key_text", F.lit(STATIC_GROUP)))
     else:
         components = key_components(links)
         lcr_part = (
             staged.join(components, ["silver_table", "key_text"], "left")
-            .withColumn("group_id", F.coalesce("component", "key_text", F.lit("!static")))
+            .withColumn("group_id", F.coalesce("component", "key_text", F.lit(STATIC_GROUP)))
             .drop("component")
         )
     keys = (
@@ -969,6 +969,7 @@ def _fold_passes(cycle: _Cycle, inputs: _CycleInput) -> _FoldOutcome:
     if settings.disable_on_error and late:
         cut = min(_position(error) for error in late.values())
     passes = 0
+    components: DataFrame | _Unlabelled | None = None
     while True:
         passes += 1
         cycle.progress(f"fold pass {passes}")
@@ -984,13 +985,23 @@ def _fold_passes(cycle: _Cycle, inputs: _CycleInput) -> _FoldOutcome:
         if not new_failures:
             break
         first = new_failures[0]
-        failed[(first.source_database_name, first.transaction_id)] = first
         if settings.disable_on_error or passes >= settings.max_error_passes:
+            failed[(first.source_database_name, first.transaction_id)] = first
             cut = _position(first)  # what follows it waits (Y: until start_apply)
+            # Failures proven in other components after the cut wait too: the next cycle
+            # finds them again.
+            failed = {
+                key: error
+                for key, error in failed.items()
+                if key in late or _position(error) <= cut
+            }
             folded = materialize(
                 _run_fold(fold_input, FoldPlan(settings, frozenset(failed), cut), buckets)
             )
             break
+        if components is None and len(new_failures) > 1:
+            components = _transaction_components(cycle, fold_input)
+        failed.update(_certain_failures(cycle.spark, new_failures, components))
     aborted_error = None
     if settings.disable_on_error and failed:
         aborted_error = failed[min(failed, key=lambda key: _position(failed[key]))]
@@ -998,6 +1009,54 @@ def _fold_passes(cycle: _Cycle, inputs: _CycleInput) -> _FoldOutcome:
         f"cycle {cycle.plan.cycle_id}: {passes} fold pass(es), {len(failed)} error transaction(s)"
     )
     return _FoldOutcome(folded.where(F.col("kind") == "ROW"), failed, cut, passes, aborted_error)
+
+
+class _Unlabelled:
+    """The transaction graph was too long to label: one failure per pass."""
+
+
+# Labelling joins are cheap next to a fold pass, but a pathological chain of transactions
+# sharing keys one by one would need as many joins as transactions.
+MAX_COMPONENT_ITERATIONS = 16
+
+
+def _transaction_components(cycle: _Cycle, fold_input: DataFrame) -> DataFrame | _Unlabelled:
+    labelled = transaction_components(
+        fold_input.where(F.col("kind") == "LCR"), MAX_COMPONENT_ITERATIONS
+    )
+    if labelled is None:
+        cycle.progress("transactions too entangled to label: one new failure per fold pass")
+        return _Unlabelled()
+    return materialize(labelled)
+
+
+def _certain_failures(
+    spark: SparkSession, new_failures: list[Any], components: DataFrame | _Unlabelled | None
+) -> dict[tuple[str, str], Any]:
+    """The new failures a pass has proven (``new_failures`` in apply order): the earliest of
+    each component of transactions that share fold groups (silver/components.py), or only the
+    earliest of all when there is one failure or the components are unknown."""
+    first = new_failures[0]
+    if not isinstance(components, DataFrame):
+        return {(first.source_database_name, first.transaction_id): first}
+    wanted = spark.createDataFrame(
+        [(e.source_database_name, e.transaction_id) for e in new_failures],
+        "source_database_name string, transaction_id string",
+    )
+    component_of = {
+        (r.source_database_name, r.transaction_id): r.component
+        for r in wanted.join(components, ["source_database_name", "transaction_id"]).collect()
+    }
+    certain: dict[tuple[str, str], Any] = {}
+    seen: set[str] = set()
+    for error in new_failures:  # the failures of a pass, not LCRs: few
+        key = (error.source_database_name, error.transaction_id)
+        # A transaction with only keyless LCRs shares no rows: its failure is certain alone.
+        component = component_of.get(key, "\u0000" + repr(key))
+        if component not in seen:
+            seen.add(component)
+            certain[key] = error
+    return certain
 
 
 def _merge_destinations(
