@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from lakeapply.silver.dependent import held_transactions
+from lakeapply.silver.settings import CommitSerialization
+from lakeapply.testing import LakeapplyHarness, Transaction, apply_settings, table_definition
 
 COLUMNS = ["source_database_name", "transaction_id", "commit_scn", "silver_table", "group_id"]
 
@@ -48,3 +51,60 @@ def test_a_held_ddl_barrier_holds_back_every_later_key_of_its_table(spark: Spark
         ("DB", "T4", 40, "B", "k7"),
     ]
     assert _held(spark, touches) == {"T1", "T2", "T3"}
+
+
+# Engine: an abort on table A under FULL and under DEPENDENT_TRANSACTIONS.
+A = table_definition("HR.A", {"ID": "NUMBER(10)", "V": "VARCHAR2(10)"}, primary_key=["ID"])
+B = table_definition("HR.B", {"ID": "NUMBER(10)", "V": "VARCHAR2(10)"}, primary_key=["ID"])
+
+
+def _workload(lakeapply: LakeapplyHarness) -> list[Transaction]:
+    """1.0.1 deletes A 2, which does not exist (ORA-26787, aborts, commit 110); 1.0.2 inserts A 2
+    (same key: waits, commit 120); 1.0.3 inserts B 1 (independent, commit 130)."""
+    return [
+        lakeapply.txn(scn=100, transaction_id="1.0.1").delete("HR.A", ID=2, V="x").commit(scn=110),
+        lakeapply.txn(scn=115, transaction_id="1.0.2").insert("HR.A", ID=2, V="y").commit(scn=120),
+        lakeapply.txn(scn=125, transaction_id="1.0.3").insert("HR.B", ID=1, V="z").commit(scn=130),
+    ]
+
+
+def _ids(lakeapply: LakeapplyHarness, table: str) -> list[int]:
+    return sorted(int(row.ID) for row in lakeapply.silver(table).collect())
+
+
+def _marks(lakeapply: LakeapplyHarness) -> tuple[int, int]:
+    row = lakeapply.latest_progress().select("low_watermark", "high_watermark").first()
+    assert row is not None
+    return int(row.low_watermark), int(row.high_watermark)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["FULL", "DEPENDENT_TRANSACTIONS"])
+def test_an_abort_holds_back_the_same_key_in_both_modes_and_another_table_only_under_full(
+    lakeapply: LakeapplyHarness, mode: str
+) -> None:
+    apply = lakeapply
+    apply.configure(apply_settings(A, B, commit_serialization=CommitSerialization(mode)))
+
+    apply.run(*_workload(apply))
+
+    assert apply.apply_status() == "ABORTED"
+    assert _ids(apply, "HR.A") == []
+    if mode == "FULL":
+        assert _ids(apply, "HR.B") == []
+        assert _marks(apply) == (110, 110)
+    else:
+        assert _ids(apply, "HR.B") == [1]
+        assert _marks(apply) == (110, 130)  # 1.0.2 (120) is the gap
+
+    apply.start_apply()
+    apply.apply()
+
+    assert _ids(apply, "HR.A") == [2]
+    assert _ids(apply, "HR.B") == [1]
+    assert _marks(apply) == (130, 130)
+    outcomes = sorted(
+        (row.source_transaction_id, row.outcome) for row in apply.transactions().collect()
+    )
+    # Exactly once: every transaction has one outcome (1.0.3 was not applied again).
+    assert [txn for txn, _ in outcomes] == ["1.0.1", "1.0.2", "1.0.3"]
