@@ -104,7 +104,7 @@ def test_an_abort_holds_back_the_same_key_in_both_modes_and_another_table_only_u
     assert _ids(apply, "HR.B") == [1]
     assert _marks(apply) == (130, 130)
     outcomes = sorted(
-        (row.source_transaction_id, row.outcome) for row in apply.transactions().collect()
+        (row.transaction_id, row.outcome) for row in apply.transactions().collect()
     )
     # Exactly once: every transaction has one outcome (1.0.3 was not applied again).
     assert [txn for txn, _ in outcomes] == ["1.0.1", "1.0.2", "1.0.3"]

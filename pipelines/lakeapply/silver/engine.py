@@ -1399,6 +1399,10 @@ def _record_progress(
         now_source = per_source.get(source)
         lwm, lwm_time = _low_watermark(before, now_source)
         hwm, hwm_time = _high_watermark(before, now_source, lwm, lwm_time)
+        if not any(db == source for db, _ in fold.held):
+            # No gap left open by this cycle: the transactions held back below the previous
+            # high watermark are processed now, and everything up to it is.
+            lwm, lwm_time = hwm, hwm_time
         got, rolled = received_counts.get(source, (0, 0))
         counts = {
             "received": got,
