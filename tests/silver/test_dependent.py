@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
+from lakeapply.errors import ApplyAbortedError
 from lakeapply.silver.dependent import held_transactions
+from lakeapply.silver.engine import (
+    ABORT_STATUS_CRASH_POINT,
+    CRASH_POINTS,
+    SimulatedApplyCrash,
+    apply_cycle,
+)
 from lakeapply.silver.settings import CommitSerialization
 from lakeapply.testing import LakeapplyHarness, Transaction, apply_settings, table_definition
 
@@ -103,8 +110,35 @@ def test_an_abort_holds_back_the_same_key_in_both_modes_and_another_table_only_u
     assert _ids(apply, "HR.A") == [2]
     assert _ids(apply, "HR.B") == [1]
     assert _marks(apply) == (130, 130)
-    outcomes = sorted(
-        (row.transaction_id, row.outcome) for row in apply.transactions().collect()
-    )
+    outcomes = sorted((row.transaction_id, row.outcome) for row in apply.transactions().collect())
     # Exactly once: every transaction has one outcome (1.0.3 was not applied again).
     assert [txn for txn, _ in outcomes] == ["1.0.1", "1.0.2", "1.0.3"]
+
+
+@pytest.mark.slow
+def test_under_dependent_an_aborting_cycle_crashed_at_every_step_applies_each_transaction_once(
+    lakeapply: LakeapplyHarness,
+) -> None:
+    apply = lakeapply
+    apply.configure(
+        apply_settings(A, B, commit_serialization=CommitSerialization.DEPENDENT_TRANSACTIONS)
+    )
+    apply.create_tables()
+    apply.land(*_workload(apply))
+
+    # The same planned cycle crashes at each step in turn; each re-run resumes it.
+    for point in (*CRASH_POINTS, ABORT_STATUS_CRASH_POINT):
+        with pytest.raises(SimulatedApplyCrash):
+            apply_cycle(apply.spark, apply.catalog, apply.apply_process, crash_after=point)
+    with pytest.raises(ApplyAbortedError):
+        apply.apply()  # the resumed cycle aborts the apply
+    assert apply.apply_status() == "ABORTED"
+    assert (_ids(apply, "HR.A"), _ids(apply, "HR.B")) == ([], [1])
+
+    apply.start_apply()
+    apply.apply()
+
+    assert (_ids(apply, "HR.A"), _ids(apply, "HR.B")) == ([2], [1])
+    outcomes = sorted((row.transaction_id, row.outcome) for row in apply.transactions().collect())
+    assert [txn for txn, _ in outcomes] == ["1.0.1", "1.0.2", "1.0.3"]
+    assert len(apply.error_queue().collect()) == 1
