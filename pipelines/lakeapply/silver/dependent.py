@@ -1,12 +1,12 @@
 """commit_serialization = DEPENDENT_TRANSACTIONS: which transactions an abort holds back.
 
-Groundwork for issue 10 item 6 (not yet wired into the engine, see README "What is not built
-yet"). Under FULL the transaction that aborts the apply holds back everything committed after it.
+Issue 10 item 6; the engine uses it when a cycle aborts (engine._dependent_fold). Under FULL the transaction that aborts the apply holds back everything committed after it.
 Under DEPENDENT_TRANSACTIONS it holds back only what depends on it: a later transaction is held
 when it touches a group (one key, or one component of keys linked by key-changing updates, as the
 fold groups them) that the aborting transaction or an earlier held transaction touches. A DDL
 barrier touches the group ``*`` of its table, which every group of that table matches, so it
-holds back everything after it on its table and a held transaction holds back a later DDL.
+holds back everything after it on its table and a held transaction holds back a later DDL (the
+engine runs a DDL transaction in a cycle of its own, so it never passes such touches today).
 
 Set-based: each iteration joins the groups of held transactions with the touches of the others;
 the number of iterations follows the longest chain of dependencies, not the number of
