@@ -52,10 +52,11 @@ from lakeapply.silver.ddl import (
     new_definition,
     parse_ddl,
 )
+from lakeapply.silver.dependent import held_transactions
 from lakeapply.silver.fold import FOLD_OUTPUT_SCHEMA, FoldPlan, Position, fold_function
 from lakeapply.silver.late import LateInput, find_late_input, late_lcr_errors, processed_before
 from lakeapply.silver.rules import passes_rules
-from lakeapply.silver.settings import ApplySettings, DestinationTable
+from lakeapply.silver.settings import ApplySettings, CommitSerialization, DestinationTable
 from lakeapply.silver.stage import STAGED_COLUMNS, stage_function
 from lakeapply.silver.transactions import TRANSACTION_KEY, assemble_transactions
 from lakeapply.silver.transformations import transform_row_lcrs
@@ -735,6 +736,8 @@ class _FoldOutcome:
     passes: int
     aborted_error: Any  # the error that aborts the apply (disable_on_error = Y), or None
     ddl_outcome: str | None = None  # a DDL cycle's transaction: APPLIED or IGNORED (no error)
+    # DEPENDENT_TRANSACTIONS: transactions held back by the abort -> commit SCN (in the spill)
+    held: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
 def apply_cycle(
@@ -824,6 +827,7 @@ def _bronze_cycle(
         fold.aborted_error is not None,
         watermarks,
         caught_up=fold.cut is None
+        and not fold.held
         and not inputs.barrier
         and plan.bronze_to_batch == plan.bronze_newest_batch,
     )
@@ -1005,10 +1009,59 @@ def _fold_passes(cycle: _Cycle, inputs: _CycleInput) -> _FoldOutcome:
     aborted_error = None
     if settings.disable_on_error and failed:
         aborted_error = failed[min(failed, key=lambda key: _position(failed[key]))]
+    held: dict[tuple[str, str], int] = {}
+    if (
+        aborted_error is not None
+        and settings.commit_serialization is CommitSerialization.DEPENDENT_TRANSACTIONS
+    ):
+        folded, held, passes = _dependent_fold(cycle, inputs, failed, passes)
+        cut = None
     cycle.progress(
         f"cycle {cycle.plan.cycle_id}: {passes} fold pass(es), {len(failed)} error transaction(s)"
+        f", {len(held)} held back"
     )
-    return _FoldOutcome(folded.where(F.col("kind") == "ROW"), failed, cut, passes, aborted_error)
+    return _FoldOutcome(
+        folded.where(F.col("kind") == "ROW"), failed, cut, passes, aborted_error, held=held
+    )
+
+
+def _dependent_fold(
+    cycle: _Cycle, inputs: _CycleInput, failed: dict[tuple[str, str], Any], passes: int
+) -> tuple[DataFrame, dict[tuple[str, str], int], int]:
+    """DEPENDENT_TRANSACTIONS after an abort: instead of cutting the cycle after the aborting
+    transaction, hold back only what depends on it (silver/dependent.py) and apply the rest.
+    A later independent transaction that fails is held back too (not queued): the apply is
+    already aborting, and it retries after START_APPLY, like it would under FULL."""
+    fold_input, buckets = inputs.fold_input, inputs.buckets
+    touches = materialize(
+        fold_input.where(F.col("kind") == "LCR")
+        .select(*TRANSACTION_KEY, "commit_scn", "silver_table", "group_id")
+        .distinct()
+    )
+    stopping = set(failed)
+    while True:
+        passes += 1
+        cycle.progress(f"fold pass {passes} (dependent transactions)")
+        blockers = cycle.spark.createDataFrame(
+            sorted(stopping), "source_database_name string, transaction_id string"
+        )
+        held_rows = (
+            held_transactions(touches, blockers)
+            .join(touches.select(*TRANSACTION_KEY, "commit_scn").distinct(), list(TRANSACTION_KEY))
+            .collect()
+        )
+        held = {
+            (r.source_database_name, r.transaction_id): int(r.commit_scn)
+            for r in held_rows
+            if (r.source_database_name, r.transaction_id) not in failed
+        }
+        plan = FoldPlan(cycle.settings, frozenset(failed), None, frozenset(held))
+        folded = materialize(_run_fold(fold_input, plan, buckets))
+        errors = _earliest(folded.where(F.col("kind") == "ERROR").collect())
+        new_failures = set(errors) - set(failed) - set(held)
+        if not new_failures:
+            return folded, held, passes
+        stopping |= new_failures
 
 
 class _Unlabelled:
@@ -1101,6 +1154,13 @@ def _merge_destinations(
     return versions_after, len(to_merge)
 
 
+def _held_frame(cycle: _Cycle, fold: _FoldOutcome) -> DataFrame:
+    return cycle.spark.createDataFrame(
+        [(db, txn, scn) for (db, txn), scn in sorted(fold.held.items())],
+        "source_database_name string, transaction_id string, held_scn long",
+    )
+
+
 def _before(cut: Position | None) -> Column:
     """Transactions at or before ``cut`` in commit order (all when there is no cut)."""
     if cut is None:
@@ -1148,6 +1208,7 @@ def _record_outcomes(
         .join(message_counts, ["source_database_name", "transaction_id"], "left")
         .join(ddl_counts, ["source_database_name", "transaction_id"], "left")
         .where(_before(fold.cut))
+        .join(_held_frame(cycle, fold), list(TRANSACTION_KEY), "left_anti")
         .select(
             "*",
             F.when(F.col("error_number").isNotNull(), F.lit("ERROR"))
@@ -1330,17 +1391,34 @@ def _record_progress(
     SCN and the counters; returns the cycle's counters and low watermarks."""
     spark, catalog, settings, plan = cycle.spark, cycle.catalog, cycle.settings, cycle.plan
     previous = inputs.previous
-    counted = processed.groupBy("source_database_name").agg(
-        # Rule 9: every processed transaction, error ones included (a restart never runs
-        # a queued transaction again, so the watermark passes it in both modes).
-        F.max("commit_scn").alias("lwm"),
-        F.max_by("commit_source_time", "commit_scn").alias("lwm_time"),
-        # An IGNORED DDL transaction (rule 10) was applied: it had nothing to change.
-        F.count(F.when(F.col("outcome").isin("APPLIED", "DISCARDED", "IGNORED"), 1)).alias(
-            "applied"
-        ),
-        F.count(F.when(F.col("outcome") == "ERROR", 1)).alias("errors"),
-        F.lit(True).alias("__processed"),
+    # DEPENDENT_TRANSACTIONS: the low watermark stops before the first held transaction (no
+    # gap below it); the high watermark is the highest commit SCN applied.
+    first_held = (
+        _held_frame(cycle, fold)
+        .groupBy("source_database_name")
+        .agg(F.min("held_scn").alias("first_held"))
+    )
+    below_gap = F.col("first_held").isNull() | (F.col("commit_scn") < F.col("first_held"))
+    counted = (
+        processed.join(first_held, "source_database_name", "left")
+        .groupBy("source_database_name")
+        .agg(
+            # Rule 9: every processed transaction, error ones included (a restart never runs
+            # a queued transaction again, so the watermark passes it in both modes).
+            F.max(F.when(below_gap, F.col("commit_scn"))).alias("lwm"),
+            F.max_by(
+                F.when(below_gap, F.col("commit_source_time")),
+                F.when(below_gap, F.col("commit_scn")),
+            ).alias("lwm_time"),
+            F.max("commit_scn").alias("hwm"),
+            F.max_by("commit_source_time", "commit_scn").alias("hwm_time"),
+            # An IGNORED DDL transaction (rule 10) was applied: it had nothing to change.
+            F.count(F.when(F.col("outcome").isin("APPLIED", "DISCARDED", "IGNORED"), 1)).alias(
+                "applied"
+            ),
+            F.count(F.when(F.col("outcome") == "ERROR", 1)).alias("errors"),
+            F.lit(True).alias("__processed"),
+        )
     )
     received = (
         inputs.lcrs.where(F.col(ARRIVED))
@@ -1379,6 +1457,11 @@ def _record_progress(
         before = previous.get(source)
         now_source = per_source.get(source)
         lwm, lwm_time = _low_watermark(before, now_source)
+        hwm, hwm_time = _high_watermark(before, now_source, lwm, lwm_time)
+        if not any(db == source for db, _ in fold.held):
+            # No gap left open by this cycle: the transactions held back below the previous
+            # high watermark are processed now, and everything up to it is.
+            lwm, lwm_time = hwm, hwm_time
         got, rolled = received_counts.get(source, (0, 0))
         counts = {
             "received": got,
@@ -1399,8 +1482,8 @@ def _record_progress(
                 plan.cycle_id,
                 lwm,
                 lwm_time,
-                lwm,
-                lwm_time,
+                hwm,
+                hwm_time,
                 oldest_row.oldest.first_scn if oldest_row else None,
                 oldest_row.oldest.transaction_id if oldest_row else None,
                 oldest_row.oldest.first_scn if oldest_row else None,
@@ -1468,6 +1551,23 @@ def _low_watermark(before: Any, now_source: Any) -> tuple[int | None, datetime |
     ):
         return before.low_watermark, before.low_watermark_time
     return lwm, lwm_time
+
+
+def _high_watermark(
+    before: Any, now_source: Any, lwm: int | None, lwm_time: datetime | None
+) -> tuple[int | None, datetime | None]:
+    """The highest commit SCN applied so far: never below the low watermark, never moving back
+    (held transactions applied after START_APPLY are below the previous high watermark)."""
+    candidates: list[tuple[int, datetime | None]] = []
+    if lwm is not None:
+        candidates.append((lwm, lwm_time))
+    if now_source is not None and now_source.hwm is not None:
+        candidates.append((int(now_source.hwm), _parse_time(now_source.hwm_time)))
+    if before is not None and before.high_watermark is not None:
+        candidates.append((int(before.high_watermark), before.high_watermark_time))
+    if not candidates:
+        return None, None
+    return max(candidates, key=lambda c: c[0])
 
 
 def _commit_cycle(cycle: _Cycle, versions_after: dict[str, int], now: datetime) -> None:

@@ -73,6 +73,9 @@ class FoldPlan:
     settings: ApplySettings
     failed: frozenset[TransactionId]
     cut: Position | None  # the last transaction processed this cycle; later ones wait
+    # DEPENDENT_TRANSACTIONS: transactions that wait for an aborting one they depend on. Every
+    # later transaction of a group with a held one is held too (silver/dependent.py).
+    held: frozenset[TransactionId] = frozenset()
 
 
 def _key_of(table: DestinationTable, key_text: str) -> Key:
@@ -108,6 +111,8 @@ def _fold_group(
     for position, transaction in _transactions_in_commit_order(records).items():
         if plan.cut is not None and position > plan.cut:
             break
+        if (position[1], position[2]) in plan.held:
+            continue
         error = _apply_transaction(plan, table, rows, position, transaction)
         if error is not None:
             out.append(error)
