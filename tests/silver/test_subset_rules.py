@@ -108,7 +108,7 @@ def test_an_unconditional_rule_for_the_same_lcrs_stops_the_migration(
 @pytest.mark.parametrize(
     ("condition", "message"),
     [
-        ("upper(REGION) = 'EU'", "'UPPER(REGION) = 'EU'' is not allowed"),
+        ("upper(REGION) = 'EU'", "'UPPER(REGION)' is not allowed (expected a column name)"),
         ("REGION = NAME", "a comparison needs one column and one literal"),
         ("ID + 1 > 2", "expected a column name"),
         ("REGION = (SELECT 1 FROM dual)", "expected a string or number literal"),
@@ -152,6 +152,7 @@ def test_hostile_column_names_are_data_not_sql(spark: SparkSession) -> None:
     assert rule_condition_text(rule).endswith(f'("{hostile}" = \'1\' OR "a b" IS NULL)')
 
 
+@pytest.mark.slow  # two apply cycles end to end: ~75 s on 2 shared cores
 def test_a_subset_rule_migrates_rows_in_silver(lakeapply: LakeapplyHarness) -> None:
     rule = ApplyRule("ORCL", "APP", "ACCOUNT", condition="REGION = 'EU'")
     lakeapply.configure(apply_settings(PEOPLE, positive_rules=(rule,)))

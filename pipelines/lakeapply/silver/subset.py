@@ -116,11 +116,14 @@ def _comparison(node: exp.Expr, text: str) -> tuple[str, str, str | None, bool]:
     """(column, operator, literal, is_number) with the column on the left."""
     operator = COMPARISONS[type(node)]
     left, right = node.args["this"], node.args["expression"]
+    if isinstance(left, exp.Column) and isinstance(right, exp.Column):
+        raise _unsupported(node, text, "a comparison needs one column and one literal")
     if isinstance(left, exp.Column):
         return (_column_name(left, text), operator, *_literal(right, text))
     if isinstance(right, exp.Column):
         return (_column_name(right, text), MIRRORED[operator], *_literal(left, text))
-    raise _unsupported(node, text, "a comparison needs one column and one literal")
+    literal_left = isinstance(left, (exp.Literal, exp.Null, exp.Neg))
+    raise _unsupported(right if literal_left else left, text, "expected a column name")
 
 
 def condition_text(text: str) -> str:
