@@ -318,6 +318,8 @@ def _truth(node: exp.Expr, row: Mapping[str, Any]) -> bool | None:
             left, right = Decimal(left), Decimal(right)
         except InvalidOperation:
             return None
+        if not (left.is_finite() and right.is_finite()):
+            return None  # NaN and Infinity are no Oracle NUMBER
     compare = {
         exp.EQ: lambda a, b: a == b,
         exp.NEQ: lambda a, b: a != b,
