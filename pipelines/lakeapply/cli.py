@@ -925,6 +925,20 @@ def _rule_options(function: Any) -> Any:
             click.option("--schema", default=None, help="Match this object_owner (schema rule)."),
             click.option("--table", default=None, help="Match this object_name (needs --schema)."),
             click.option("--tag", default=None, help="NULL, 'NOT NULL' or a tag value in hex."),
+            click.option(
+                "--condition",
+                default=None,
+                help="Subset rule (positive table rule): a condition on column values, "
+                "e.g. \"REGION = 'EU'\".",
+            ),
+            click.option(
+                "--transformations",
+                "transformations_json",
+                default=None,
+                metavar="JSON",
+                help="Rule transformations: a JSON list of lakeapply.yml steps, e.g. "
+                '\'[{"rename_schema": {"from": "HR", "to": "HR2"}}]\'.',
+            ),
         )
     ):
         function = option(function)
@@ -932,9 +946,25 @@ def _rule_options(function: Any) -> Any:
 
 
 def _rule(
-    source_database: str | None, schema: str | None, table: str | None, tag: str | None
+    source_database: str | None,
+    schema: str | None,
+    table: str | None,
+    tag: str | None,
+    condition: str | None = None,
+    transformations_json: str | None = None,
 ) -> Any:
-    fields = {"source_database": source_database, "schema": schema, "table": table, "tag": tag}
+    fields: dict[str, Any] = {
+        "source_database": source_database,
+        "schema": schema,
+        "table": table,
+        "tag": tag,
+        "condition": condition,
+    }
+    if transformations_json is not None:
+        try:
+            fields["transformations"] = json.loads(transformations_json)
+        except json.JSONDecodeError as error:
+            raise click.BadParameter(f"not JSON: {error}", param_hint="--transformations") from None
     return {name: value for name, value in fields.items() if value is not None}
 
 
@@ -951,9 +981,12 @@ def add_rule_command(
     schema: str | None,
     table: str | None,
     tag: str | None,
+    condition: str | None,
+    transformations_json: str | None,
 ) -> None:
-    """ADD_GLOBAL/SCHEMA/TABLE_RULES: add a rule to the positive or negative rule set."""
-    _admin_call(obj, "add_rule", apply_name, rule_set, _rule(source_database, schema, table, tag))
+    """ADD_GLOBAL/SCHEMA/TABLE/SUBSET_RULES: add a rule to the positive or negative rule set."""
+    rule = _rule(source_database, schema, table, tag, condition, transformations_json)
+    _admin_call(obj, "add_rule", apply_name, rule_set, rule)
 
 
 @admin_group.command("remove-rule")
@@ -970,10 +1003,16 @@ def remove_rule_command(
     schema: str | None,
     table: str | None,
     tag: str | None,
+    condition: str | None,
+    transformations_json: str | None,
     every_rule: bool,
 ) -> None:
     """REMOVE_RULE: remove one rule (the same options as add-rule), or --all of the set."""
-    rule = None if every_rule else _rule(source_database, schema, table, tag)
+    rule = (
+        None
+        if every_rule
+        else _rule(source_database, schema, table, tag, condition, transformations_json)
+    )
     if rule == {}:
         raise click.UsageError("name the rule (--source-database/--schema/--table/--tag) or --all")
     _admin_call(obj, "remove_rule", apply_name, rule_set, rule)

@@ -36,6 +36,29 @@ def test_add_rule_passes_the_named_fields_as_a_rule(calls: list[Any]) -> None:
     ]
 
 
+def test_add_rule_passes_a_subset_condition_and_rule_transformations(calls: list[Any]) -> None:
+    steps = '[{"rename_schema": {"from": "HR", "to": "HR2"}}]'
+    _invoke(
+        "add-rule", "APPLY_X", "positive", "--schema", "HR", "--table", "EMP",
+        "--condition", "DEPT = 10", "--transformations", steps,
+    )  # fmt: skip
+    assert calls == [
+        (
+            "add_rule",
+            (
+                "APPLY_X",
+                "positive",
+                {
+                    "schema": "HR",
+                    "table": "EMP",
+                    "condition": "DEPT = 10",
+                    "transformations": [{"rename_schema": {"from": "HR", "to": "HR2"}}],
+                },
+            ),
+        )
+    ]
+
+
 def test_remove_rule_needs_a_rule_or_all(calls: list[Any]) -> None:
     _invoke("remove-rule", "APPLY_X", "negative", "--all")
     result = CliRunner().invoke(cli.main, ["admin", "remove-rule", "APPLY_X", "negative"])

@@ -560,8 +560,13 @@ def _apply_transaction(
     commit_scn = transaction.commit_scn
     assert commit_scn is not None
     passed = [lcr for lcr in transaction.ordered_lcrs() if _passes_rules(settings, database, lcr)]
-    # D2; rule 6: each table's transformations run on its row LCRs after the rules.
-    messages = [_transformed(settings, database, lcr) for lcr in passed if not _is_ddl(lcr)]
+    # D2; rule 6: subset rules migrate UPDATEs, then each table's transformations run on its
+    # row LCRs after the rules.
+    messages = [
+        _transformed(settings, database, settings.migrated(lcr))
+        for lcr in passed
+        if not _is_ddl(lcr)
+    ]
     ddl = [lcr for lcr in passed if _is_ddl(lcr)]
     # Copy-on-write: rows are never changed in place, so copying each table's dict is enough.
     staged = {name: dict(rows) for name, rows in tables.items()}

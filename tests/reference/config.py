@@ -14,7 +14,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
 from typing import Any
+
+import sqlglot
+from sqlglot import exp
 
 # Value kinds: how a column's values are converted and compared.
 NUMBER = "number"
@@ -204,12 +208,57 @@ class ApplyProcess:
     positive_rules: tuple[Mapping[str, Any], ...] | None = None
 
     def passes_rules(self, lcr: Mapping[str, Any]) -> bool:
-        """Rule 2: the tag rule, the negative rule set, then the positive one (if declared)."""
+        """Rule 2: the tag rule, the negative rule set, then the positive one (if declared);
+        a subset rule (``condition``) selects a row LCR by the image its command is judged by."""
         if self.discard_tagged and lcr.get("tag") is not None:
             return False
         if any(_matches(rule, lcr) for rule in self.negative_rules):
             return False
-        return self.positive_rules is None or any(_matches(r, lcr) for r in self.positive_rules)
+        if self.positive_rules is None:
+            return True
+        if any(_matches(r, lcr) for r in self.positive_rules if "condition" not in r):
+            return True
+        old, new = self._subset_images(lcr)
+        command = lcr.get("command_type")
+        if command == "INSERT" or str(command).startswith("LOB"):
+            return new
+        if command == "DELETE":
+            return old
+        return command == "UPDATE" and (old or new)
+
+    def _subset_images(self, lcr: Mapping[str, Any]) -> tuple[bool, bool]:
+        """Whether the LCR's old / new image is inside one of the subset rules matching it."""
+        rules = [
+            r
+            for r in self.positive_rules or ()
+            if "condition" in r and lcr.get("lcr_kind", "ROW") == "ROW" and _matches(r, lcr)
+        ]
+        old = dict(_values(lcr.get("old_values")))
+        new = {**old, **dict(_values(lcr.get("new_values")))}  # use_old => 'Y'
+        return (
+            any(_inside(r["condition"], old) for r in rules),
+            any(_inside(r["condition"], new) for r in rules),
+        )
+
+    def migrated(self, lcr: dict[str, Any]) -> dict[str, Any]:
+        """Row migration: an UPDATE only subset rules select, crossing the subset's border,
+        becomes an INSERT of its full new row or a DELETE of its old one."""
+        if lcr.get("command_type") != "UPDATE" or any(
+            _matches(r, lcr) for r in self.positive_rules or () if "condition" not in r
+        ):
+            return lcr
+        if not any("condition" in r for r in self.positive_rules or ()):
+            return lcr
+        old, new = self._subset_images(lcr)
+        if old == new:
+            return lcr
+        if new:
+            changed = {v["column_name"] for v in lcr.get("new_values") or []}
+            full = list(lcr.get("new_values") or []) + [
+                v for v in lcr.get("old_values") or [] if v["column_name"] not in changed
+            ]
+            return {**lcr, "command_type": "INSERT", "old_values": None, "new_values": full}
+        return {**lcr, "command_type": "DELETE", "new_values": None}
 
     def destination(self, database: str, owner: str, name: str) -> Destination | None:
         """Rule 2: the destination table of a source table, if the apply routes it."""
@@ -231,6 +280,68 @@ class ApplyProcess:
         if (database, owner) in self.schema_scns:
             return self.schema_scns[(database, owner)]
         return self.global_scns.get(database)
+
+
+def _values(values: Any) -> list[tuple[str, Any]]:
+    return [(v["column_name"], v.get("value")) for v in values or []]
+
+
+def _inside(condition: str, row: Mapping[str, Any]) -> bool:
+    """A subset condition on one image: only TRUE is inside (unknown is outside)."""
+    return _truth(sqlglot.parse_one(condition, read="oracle"), row) is True
+
+
+def _truth(node: exp.Expr, row: Mapping[str, Any]) -> bool | None:
+    """SQL three-valued logic, walked here rather than borrowed from the engine."""
+    if isinstance(node, exp.Paren):
+        return _truth(node.this, row)
+    if isinstance(node, exp.Not):
+        inner = _truth(node.this, row)
+        return None if inner is None else not inner
+    if isinstance(node, (exp.And, exp.Or)):
+        left, right = _truth(node.args["this"], row), _truth(node.args["expression"], row)
+        if isinstance(node, exp.And):
+            if left is False or right is False:
+                return False
+            return None if left is None or right is None else True
+        if left is True or right is True:
+            return True
+        return None if left is None or right is None else False
+    if isinstance(node, exp.Is):
+        return _operand(node.this, row)[0] is None
+    left, left_number = _operand(node.args["this"], row)
+    right, right_number = _operand(node.args["expression"], row)
+    if left is None or right is None:
+        return None
+    if left_number or right_number:
+        try:
+            left, right = Decimal(left), Decimal(right)
+        except InvalidOperation:
+            return None
+        if not (left.is_finite() and right.is_finite()):
+            return None  # NaN and Infinity are no Oracle NUMBER
+    compare = {
+        exp.EQ: lambda a, b: a == b,
+        exp.NEQ: lambda a, b: a != b,
+        exp.LT: lambda a, b: a < b,
+        exp.LTE: lambda a, b: a <= b,
+        exp.GT: lambda a, b: a > b,
+        exp.GTE: lambda a, b: a >= b,
+    }
+    return bool(compare[type(node)](left, right))
+
+
+def _operand(node: exp.Expr, row: Mapping[str, Any]) -> tuple[Any, bool]:
+    """(value, is a number literal) of a column or a literal."""
+    if isinstance(node, exp.Column):
+        identifier = node.this
+        name = identifier.name if identifier.quoted else identifier.name.upper()
+        return row.get(name), False
+    if isinstance(node, exp.Null):
+        return None, False
+    if isinstance(node, exp.Neg):
+        return "-" + node.this.name, True
+    return node.name, bool(node.is_number)
 
 
 def _matches(rule: Mapping[str, Any], lcr: Mapping[str, Any]) -> bool:

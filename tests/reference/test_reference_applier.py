@@ -1525,3 +1525,48 @@ def test_a_positive_rule_set_lets_through_only_what_one_of_its_rules_matches() -
     assert list(accounts(result)) == [(Decimal(1),)]
     nothing = apply_settings(positive_rules=({"schema": "OTHER"},))
     assert accounts(reference_apply(nothing, BOTH_TAGS)) == {}
+
+
+# ---------------------------------------------------------------------------------------------
+# Rule 2: subset rules and row migration
+# ---------------------------------------------------------------------------------------------
+
+OPEN_ONLY = {"schema": "APP", "table": "ACCOUNT", "condition": "STATUS = 'OPEN' AND ID < 10"}
+
+
+def test_a_subset_rule_migrates_updates_across_its_border() -> None:
+    closed = {**BOB, "ID": "3", "STATUS": "CLOSED"}
+    result = reference_apply(
+        apply_settings(positive_rules=(OPEN_ONLY,)),
+        [
+            insert("1.1.1", 100, ALICE),
+            insert("1.1.1", 101, BOB),
+            insert("1.1.1", 102, closed),  # outside: discarded
+            insert("1.1.1", 103, {**BOB, "ID": "20"}),  # outside (ID): discarded
+            commit("1.1.1", 104),
+            update("1.1.2", 110, {"ID": "1", "STATUS": "OPEN"}, {"STATUS": "CLOSED"}),  # DELETE
+            update("1.1.2", 111, {**closed}, {"STATUS": "OPEN"}),  # INSERT of the full new row
+            update("1.1.2", 112, {"ID": "2", "STATUS": "OPEN"}, {"HOLDER": "Bo"}),  # UPDATE
+            update("1.1.2", 113, {"ID": "20", "STATUS": "OPEN"}, {"HOLDER": "X"}),  # discarded
+            commit("1.1.2", 114),
+        ],
+    )
+    assert result.errors == []
+    rows = accounts(result)
+    assert sorted(rows) == [(Decimal(2),), (Decimal(3),)]
+    assert (rows[(Decimal(3),)]["HOLDER"], rows[(Decimal(3),)]["STATUS"]) == ("Bob", "OPEN")
+    assert rows[(Decimal(2),)]["HOLDER"] == "Bo"
+
+
+def test_an_unconditional_positive_rule_applies_the_update_as_it_is() -> None:
+    result = reference_apply(
+        apply_settings(positive_rules=(OPEN_ONLY, {"schema": "APP"})),
+        [
+            insert("1.1.1", 100, {**ALICE, "STATUS": "CLOSED"}),
+            commit("1.1.1", 101),
+            update("1.1.2", 110, {"ID": "1", "STATUS": "CLOSED"}, {"STATUS": "OPEN"}),
+            commit("1.1.2", 111),
+        ],
+    )
+    assert result.errors == []
+    assert accounts(result)[(Decimal(1),)]["STATUS"] == "OPEN"

@@ -573,10 +573,15 @@ class _TransactionWriter:
 
 @st.composite
 def workloads(
-    draw: st.DrawFn, disable_on_error: bool | None = None, typed: bool = True
+    draw: st.DrawFn,
+    disable_on_error: bool | None = None,
+    typed: bool = True,
+    subset_rules: bool = False,
 ) -> Workload:
     """One differential-test workload. ``disable_on_error`` fixes that parameter (None: drawn);
-    ``typed`` adds columns of every contract type to the tables, a few per table."""
+    ``typed`` adds columns of every contract type to the tables, a few per table;
+    ``subset_rules`` makes the positive rule set a subset rule per source (off by default, so
+    the other callers' derandomized draws do not move)."""
     sources = SOURCES[: draw(st.integers(1, 2))]
     specs = [
         _table_spec(draw, f"T{index}", typed) for index in range(1, draw(st.integers(1, 3)) + 1)
@@ -722,7 +727,11 @@ def workloads(
             "disable_on_error": "Y" if abort else "N",
         },
         "source_databases": list(sources),
-        "rules": {"discard_tagged": draw(st.booleans()), **_rule_sets(draw, sources, specs)},
+        "rules": {
+            "discard_tagged": draw(st.booleans()),
+            **_rule_sets(draw, sources, specs),
+            **(_subset_rule_set(draw, sources, specs) if subset_rules else {}),
+        },
         "tables": tables,
     }
     if schema_scns or global_scns:
@@ -796,6 +805,33 @@ def _rule_sets(
         **({"negative": negative} if negative else {}),
         **({"positive": positive} if positive is not None else {}),
     }
+
+
+# Subset conditions over the columns every table has; those over columns UPDATEs change make
+# rows migrate.
+SUBSET_CONDITIONS = (
+    "ID < 3",
+    "ID >= 2 AND NOT (ID = 4)",
+    "AMOUNT >= 50 OR AMOUNT IS NULL",
+    "VERSION < 3",
+    "CODE = 'A' OR (ID > 1 AND NOTE IS NOT NULL)",
+)
+
+
+def _subset_rule_set(
+    draw: st.DrawFn, sources: tuple[str, ...], specs: list[_TableSpec]
+) -> dict[str, list[dict[str, Any]]]:
+    """A positive rule set of one subset rule per source on one table, sometimes with an
+    unconditional schema rule for another source (which then applies without migration)."""
+    table = draw(st.sampled_from(specs)).name
+    condition = draw(st.sampled_from(SUBSET_CONDITIONS))
+    positive: list[dict[str, Any]] = [
+        {"source_database": s, "schema": OWNER, "table": table, "condition": condition}
+        for s in sources
+    ]
+    if len(sources) > 1 and _chance(draw, 2):
+        positive[-1] = {"source_database": sources[-1], "schema": OWNER}
+    return {"positive": positive}
 
 
 def _destination_key(spec: _TableSpec, row: SourceRow) -> tuple[Any, ...]:

@@ -139,4 +139,4 @@ def test_transformations_are_published_in_the_dictionary_and_read_back(
 
     loaded = admin.load_settings(lakeapply.spark, lakeapply.catalog, settings.apply_name)
     assert loaded.tables[0].transformations == settings.tables[0].transformations
-    assert [step.kind for step in loaded.tables[0].transformations] == list(TransformationKind)
+    assert [step.kind for step in loaded.tables[0].transformations] == list(TransformationKind)[:4]

@@ -29,7 +29,12 @@ from lakeapply.contract.table_definitions import TableDefinition, table_definiti
 from lakeapply.errors import ConfigurationError
 from lakeapply.runtime.catalog import Catalog
 from lakeapply.silver import dictionary, engine
-from lakeapply.silver.config import checked_rule, checked_transformation
+from lakeapply.silver.config import (
+    checked_rule,
+    checked_transformation,
+    transformation_from_dict,
+    transformation_to_dict,
+)
 from lakeapply.silver.rules import rule_condition_text
 from lakeapply.silver.settings import (
     ApplyRule,
@@ -248,6 +253,10 @@ def _dictionary_rows(settings: ApplySettings) -> dict[str, list[tuple[Any, ...]]
                 rule.table,
                 rule.tag,
                 rule_condition_text(rule),
+                rule.condition,
+                json.dumps([transformation_to_dict(step) for step in rule.transformations])
+                if rule.transformations
+                else None,
             )
             for rule_set, rules in (
                 ("NEGATIVE", settings.negative_rules),
@@ -443,6 +452,11 @@ def load_settings(spark: SparkSession, catalog: Catalog, apply_name: str) -> App
                     row["schema_name"],
                     row["object_name"],
                     row["tag_condition"],
+                    condition=row["subset_condition"],
+                    transformations=tuple(
+                        transformation_from_dict(step)
+                        for step in json.loads(row["transformations_json"] or "[]")
+                    ),
                 ),
             )
         )

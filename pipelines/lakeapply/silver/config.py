@@ -42,6 +42,7 @@ __all__ = [
     "load_config",
     "rule_from_dict",
     "transformation_from_dict",
+    "transformation_to_dict",
 ]
 
 
@@ -66,10 +67,7 @@ def checked_rule(rule: Mapping[str, Any], origin: str) -> ApplyRule:
 def checked_transformation(step: Mapping[str, Any], origin: str) -> ColumnTransformation:
     """A transformation step given to the admin API, checked against the same JSON Schema entry
     as a ``transformations`` entry of lakeapply.yml."""
-    table_properties = config_json_schema()["$defs"]["table"]["properties"]
-    validate_document(
-        dict(step), _part_schema(table_properties["transformations"]["items"]), origin
-    )
+    validate_document(dict(step), _part_schema({"$ref": "#/$defs/transformation"}), origin)
     return transformation_from_dict(step)
 
 
@@ -219,6 +217,19 @@ def transformation_from_dict(step: Mapping[str, Any]) -> ColumnTransformation:
         return ColumnTransformation(
             TransformationKind.KEEP_COLUMNS, tuple(step["keep_columns"]), value_type
         )
+    if "rename_schema" in step:
+        rename = step["rename_schema"]
+        return ColumnTransformation(
+            TransformationKind.RENAME_SCHEMA, (rename["from"], rename["to"]), value_type
+        )
+    if "rename_table" in step:
+        rename = step["rename_table"]
+        source, target = (rename["from"].partition("."), rename["to"].partition("."))
+        return ColumnTransformation(
+            TransformationKind.RENAME_TABLE,
+            (source[0], source[2], target[0], target[2]),
+            value_type,
+        )
     add = step["add_column"]
     return ColumnTransformation(
         TransformationKind.ADD_COLUMN,
@@ -230,6 +241,33 @@ def transformation_from_dict(step: Mapping[str, Any]) -> ColumnTransformation:
     )
 
 
+def transformation_to_dict(step: ColumnTransformation) -> dict[str, Any]:
+    """The lakeapply.yml form of a step (the inverse of :func:`transformation_from_dict`)."""
+    kind = step.kind
+    entry: dict[str, Any]
+    if kind is TransformationKind.DELETE_COLUMN:
+        entry = {"delete_column": step.columns[0]}
+    elif kind is TransformationKind.KEEP_COLUMNS:
+        entry = {"keep_columns": list(step.columns)}
+    elif kind in (TransformationKind.RENAME_COLUMN, TransformationKind.RENAME_SCHEMA):
+        key = "rename_column" if kind is TransformationKind.RENAME_COLUMN else "rename_schema"
+        entry = {key: {"from": step.columns[0], "to": step.columns[1]}}
+    elif kind is TransformationKind.RENAME_TABLE:
+        from_owner, from_name, to_owner, to_name = step.columns
+        entry = {
+            "rename_table": {"from": f"{from_owner}.{from_name}", "to": f"{to_owner}.{to_name}"}
+        }
+    else:
+        add: dict[str, Any] = {"column": step.columns[0], "data_type": step.data_type}
+        if step.expression is not None:
+            add["expression"] = step.expression
+        else:
+            add["value"] = step.value
+        entry = {"add_column": add}
+    entry["value_type"] = step.value_type.value
+    return entry
+
+
 def rule_from_dict(rule: Mapping[str, Any]) -> ApplyRule:
     """One entry of ``rules.positive`` / ``rules.negative`` in lakeapply.yml."""
     return ApplyRule(
@@ -237,4 +275,8 @@ def rule_from_dict(rule: Mapping[str, Any]) -> ApplyRule:
         schema=rule.get("schema"),
         table=rule.get("table"),
         tag=rule.get("tag"),
+        condition=rule.get("condition"),
+        transformations=tuple(
+            transformation_from_dict(step) for step in rule.get("transformations", ())
+        ),
     )

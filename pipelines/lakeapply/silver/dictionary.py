@@ -122,6 +122,8 @@ RULES_SCHEMA = _schema(
     ("object_name", S, True),
     ("tag_condition", S, True),  # NULL | NOT NULL | a tag in hex
     ("rule_condition", S, False),  # the condition as text, for reading
+    ("subset_condition", S, True),  # a subset rule's condition, as declared
+    ("transformations_json", S, True),  # the rule's transformations (lakeapply.yml form), JSON
 )
 
 # --- progress ---------------------------------------------------------------------------------

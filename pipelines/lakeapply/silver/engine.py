@@ -55,7 +55,7 @@ from lakeapply.silver.ddl import (
 from lakeapply.silver.dependent import held_transactions
 from lakeapply.silver.fold import FOLD_OUTPUT_SCHEMA, FoldPlan, Position, fold_function
 from lakeapply.silver.late import LateInput, find_late_input, late_lcr_errors, processed_before
-from lakeapply.silver.rules import passes_rules
+from lakeapply.silver.rules import apply_rule_actions, passes_rules
 from lakeapply.silver.settings import ApplySettings, CommitSerialization, DestinationTable
 from lakeapply.silver.stage import STAGED_COLUMNS, stage_function
 from lakeapply.silver.transactions import TRANSACTION_KEY, assemble_transactions
@@ -481,7 +481,10 @@ def _messages(
 ) -> DataFrame:
     """Row LCRs of committed transactions that pass the rules (D2), numbered in apply order."""
     rows = without_copies(lcrs.where((F.col("lcr_kind") == "ROW") & passes_rules(settings)))
-    rows = transform_row_lcrs(rows, settings.tables)  # after the rules, before keys and types
+    # Oracle's order: rules (with subset row migration), rule transformations (which may rename
+    # the object, so before routing), the table's transformations, then keys and types.
+    rows = apply_rule_actions(rows, settings)
+    rows = transform_row_lcrs(rows, settings.tables)
     rows = (
         rows.drop("commit_scn")
         .join(

@@ -52,6 +52,10 @@ class TransformationKind(StrEnum):
     RENAME_COLUMN = "RENAME COLUMN"
     ADD_COLUMN = "ADD COLUMN"
     KEEP_COLUMNS = "KEEP COLUMNS"
+    # On the LCR's object, not its columns (DBMS_STREAMS_ADM.RENAME_SCHEMA / RENAME_TABLE): they
+    # run before the LCR is routed to its destination table.
+    RENAME_SCHEMA = "RENAME SCHEMA"
+    RENAME_TABLE = "RENAME TABLE"
 
 
 class ValueImage(StrEnum):
@@ -69,7 +73,9 @@ class ColumnTransformation:
     transformations, dependency computation, handlers)."""
 
     kind: TransformationKind
-    columns: tuple[str, ...]  # DELETE/ADD: (column,); RENAME: (from, to); KEEP: the kept ones
+    # DELETE/ADD: (column,); RENAME COLUMN/SCHEMA: (from, to); KEEP: the kept ones;
+    # RENAME TABLE: (from owner, from name, to owner, to name)
+    columns: tuple[str, ...]
     value_type: ValueImage = ValueImage.BOTH
     value: str | None = None  # ADD COLUMN: a constant, written as an LCR value
     expression: str | None = None  # ADD COLUMN: Spark SQL over the LCR's fields instead
@@ -110,12 +116,17 @@ class DestinationTable:
 class ApplyRule:
     """One rule of an apply process's positive or negative rule set (ADD_GLOBAL_RULES,
     ADD_SCHEMA_RULES, ADD_TABLE_RULES): its level is the most specific name it gives. ``tag`` is
-    a condition on the LCR's tag: ``"NULL"``, ``"NOT NULL"`` or a tag's hex value; None: any."""
+    a condition on the LCR's tag: ``"NULL"``, ``"NOT NULL"`` or a tag's hex value; None: any.
+    ``condition`` makes a positive table rule a subset rule (ADD_SUBSET_RULES, silver/subset.py).
+    ``transformations`` run on the LCRs this rule selects (a rule-based transformation attached
+    to the rule), before the tables' own ones."""
 
     source_database: str | None = None
     schema: str | None = None
     table: str | None = None
     tag: str | None = None
+    condition: str | None = None
+    transformations: tuple[ColumnTransformation, ...] = ()
 
     @property
     def level(self) -> str:

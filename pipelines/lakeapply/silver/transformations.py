@@ -10,7 +10,10 @@ DBMS_STREAMS_ADM ones, per destination table, run in their declared order:
 * RENAME COLUMN: the source name becomes the destination's;
 * ADD COLUMN: a value (a constant, or a Spark SQL expression over the LCR's fields) is added,
   by default to ``new_values`` of INSERTs and UPDATEs;
-* KEEP COLUMNS: every other column leaves the LCR.
+* KEEP COLUMNS: every other column leaves the LCR;
+* RENAME SCHEMA / RENAME TABLE (attached to a positive rule only, since they decide the
+  destination): the LCR's ``object_owner`` / ``object_name`` become the destination's, before
+  the LCR is routed to a destination table and before that table's own steps.
 
 Each step is a Spark Column expression over the ``old_values``/``new_values`` arrays (higher-order
 ``filter``/``transform``): nothing leaves the JVM, whatever the number of LCRs.
@@ -33,6 +36,7 @@ from lakeapply.silver.settings import (
 IMAGES = {"old_values": ValueImage.OLD, "new_values": ValueImage.NEW}
 # Which images exist for each command (an INSERT has no old values, a DELETE no new ones).
 COMMANDS_WITH = {"old_values": ("UPDATE", "DELETE"), "new_values": ("INSERT", "UPDATE")}
+OBJECT_RENAMES = (TransformationKind.RENAME_SCHEMA, TransformationKind.RENAME_TABLE)
 
 
 def transform_row_lcrs(rows: DataFrame, tables: Iterable[DestinationTable]) -> DataFrame:
@@ -52,14 +56,37 @@ def transform_row_lcrs(rows: DataFrame, tables: Iterable[DestinationTable]) -> D
                 & (F.col("object_owner") == owner)
                 & (F.col("object_name") == name)
             )
-            value = F.when(is_table, _image_after(table, image)).otherwise(value)
+            value = F.when(is_table, _image_after(table.transformations, image)).otherwise(value)
         columns[image] = value
     return rows.withColumns(columns)
 
 
-def _image_after(table: DestinationTable, image: str) -> Column:
+def transformed_lcr_columns(steps: tuple[ColumnTransformation, ...]) -> dict[str, Column]:
+    """The LCR fields after ``steps`` (a rule's transformations), as Column expressions."""
+    columns = {image: _image_after(steps, image) for image in IMAGES}
+    owner: Column = F.col("object_owner")
+    name: Column = F.col("object_name")
+    for step in steps:
+        if step.kind is TransformationKind.RENAME_SCHEMA:
+            source, target = step.columns
+            owner = F.when(owner == source, F.lit(target)).otherwise(owner)
+        elif step.kind is TransformationKind.RENAME_TABLE:
+            from_owner, from_name, to_owner, to_name = step.columns
+            renamed = (owner == from_owner) & (name == from_name)
+            owner, name = (
+                F.when(renamed, F.lit(to_owner)).otherwise(owner),
+                F.when(renamed, F.lit(to_name)).otherwise(name),
+            )
+    columns["object_owner"] = owner
+    columns["object_name"] = name
+    return columns
+
+
+def _image_after(steps: tuple[ColumnTransformation, ...], image: str) -> Column:
     value: Column = F.col(image)
-    for step in table.transformations:
+    for step in steps:
+        if step.kind in OBJECT_RENAMES:
+            continue
         if step.value_type in (IMAGES[image], ValueImage.BOTH):
             value = _step(step, value, image)
     return value

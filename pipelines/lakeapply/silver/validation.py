@@ -16,7 +16,15 @@ from collections.abc import Callable, Iterable
 from lakeapply.contract.identifiers import validate_oracle_identifier
 from lakeapply.contract.table_definitions import TableDefinition
 from lakeapply.errors import ConfigurationError
-from lakeapply.silver.settings import ApplySettings, DestinationTable, TransformationKind
+from lakeapply.silver.settings import (
+    ApplyRule,
+    ApplySettings,
+    ColumnTransformation,
+    DestinationTable,
+    TransformationKind,
+)
+from lakeapply.silver.subset import parse_condition
+from lakeapply.silver.transformations import OBJECT_RENAMES
 
 # The operations COMPARE_OLD_VALUES applies to.
 OPERATIONS = ("UPDATE", "DELETE")
@@ -95,6 +103,31 @@ def _validate_rules(settings: ApplySettings, fail: Fail, at: str) -> None:
                 raise fail(f"{where}/table", "a table rule names its schema too")
             if rule.tag is not None and not TAG_CONDITION.fullmatch(rule.tag):
                 raise fail(f"{where}/tag", f"{rule.tag!r} is not NULL, NOT NULL or a hex tag")
+            _check_rule_actions(rule, kind, where, fail)
+
+
+def _check_rule_actions(rule: ApplyRule, kind: str, where: str, fail: Fail) -> None:
+    """Subset conditions and transformations belong to positive rules (ADD_SUBSET_RULES makes
+    positive table rules; a negative rule discards, so there is nothing to transform)."""
+    if rule.condition is not None:
+        if kind != "positive":
+            raise fail(f"{where}/condition", "a subset condition belongs to a positive rule")
+        if rule.table is None:
+            raise fail(f"{where}/condition", "a subset rule is a table rule: name its table")
+        try:
+            parse_condition(rule.condition)
+        except ConfigurationError as error:
+            raise fail(f"{where}/condition", str(error)) from None
+    if rule.transformations and kind != "positive":
+        raise fail(f"{where}/transformations", "transformations belong to a positive rule")
+    for number, step in enumerate(rule.transformations):
+        names = step.columns if step.kind in OBJECT_RENAMES else ()
+        for name in names:
+            try:
+                validate_oracle_identifier(name, "renamed schema or table")
+            except ConfigurationError as error:
+                raise fail(f"{where}/transformations/{number}", str(error)) from None
+        _check_add_column(step, f"{where}/transformations/{number}", fail)
 
 
 def _validate_tables(settings: ApplySettings, fail: Fail, at: str) -> None:
@@ -171,8 +204,19 @@ def _check_transformations(table: DestinationTable, where: str, fail: Fail) -> N
             )
         elif step.kind is TransformationKind.ADD_COLUMN:
             check_columns(table.definition, step.columns, f"{step_where}/add_column/column", fail)
-            if step.value is not None and step.expression is not None:
-                raise fail(
-                    f"{step_where}/add_column",
-                    "give either a constant value or an expression, not both",
-                )
+        elif step.kind in OBJECT_RENAMES:
+            raise fail(
+                step_where,
+                f"{step.kind.value} decides the destination table, so it runs before routing: "
+                "attach it to a positive rule (rules/positive/N/transformations)",
+            )
+        _check_add_column(step, step_where, fail)
+
+
+def _check_add_column(step: ColumnTransformation, where: str, fail: Fail) -> None:
+    if (
+        step.kind is TransformationKind.ADD_COLUMN
+        and step.value is not None
+        and step.expression is not None
+    ):
+        raise fail(f"{where}/add_column", "give either a constant value or an expression, not both")

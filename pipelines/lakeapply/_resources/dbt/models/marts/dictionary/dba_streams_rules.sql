@@ -20,7 +20,9 @@ final as (
         object_name as OBJECT_NAME,
         source_database as SOURCE_DATABASE,
         tag_condition as TAG_CONDITION,
-        rule_condition as RULE_CONDITION
+        rule_condition as RULE_CONDITION,
+        -- ADD_SUBSET_RULES: the subset condition as declared (Oracle's DML_CONDITION)
+        subset_condition as DML_CONDITION
 
     from rules
 

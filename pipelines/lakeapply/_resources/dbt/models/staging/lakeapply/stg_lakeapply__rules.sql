@@ -17,7 +17,8 @@ renamed as (
         schema_name,
         object_name,
         tag_condition,
-        rule_condition
+        rule_condition,
+        subset_condition
 
     from source
 
