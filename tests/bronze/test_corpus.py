@@ -18,6 +18,10 @@ from pyspark.sql import functions as F
 from lakeapply.bronze.ingest import IngestReport, ingest
 from lakeapply.runtime.catalog import Catalog
 
+# One worker runs the whole module under `pytest -n 2 --dist loadgroup`: its module-scoped
+# fixture is built once.
+pytestmark = pytest.mark.xdist_group(__name__)
+
 CORPUS = Path(__file__).parent / "corpus"
 EXPECTED: dict[str, dict[str, Any]] = yaml.safe_load((CORPUS / "expected.yml").read_text())["files"]
 INSERT = (CORPUS / "same_file_a.jsonl").read_text().splitlines()[0]

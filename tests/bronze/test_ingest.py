@@ -15,6 +15,10 @@ from lakeapply.bronze.ingest import SimulatedCrash, ingest
 from lakeapply.landing.generator import WorkloadSpec, write_workload
 from lakeapply.runtime.catalog import Catalog
 
+# One worker runs the whole module under `pytest -n 2 --dist loadgroup`: its module-scoped
+# fixture is built once.
+pytestmark = pytest.mark.xdist_group(__name__)
+
 INSERT = {
     "source_database_name": "ORCL",
     "command_type": "INSERT",

@@ -21,6 +21,10 @@ from lakeapply.runtime.catalog import Catalog
 from tests.gold import sample_dictionary as sample
 from tests.gold.sample_dictionary import at
 
+# One worker runs the whole module under `pytest -n 2 --dist loadgroup`: its module-scoped
+# fixture is built once.
+pytestmark = pytest.mark.xdist_group(__name__)
+
 
 @dataclass(frozen=True)
 class Gold:

@@ -52,3 +52,12 @@ def wheel_entry_points(wheel: Path) -> dict[str, dict[str, str]]:
             key, _, value = line.partition("=")
             groups[group][key.strip()] = value.strip()
     return groups
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under ``pytest -n 2 --dist loadgroup`` the packaging tests share one worker: one wheel
+    build, and never two ``pip wheel`` runs writing the repository's build folder at once."""
+    here = Path(__file__).parent
+    for item in items:
+        if here in item.path.parents:
+            item.add_marker(pytest.mark.xdist_group("built_wheel"))

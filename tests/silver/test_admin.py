@@ -24,6 +24,10 @@ from lakeapply.silver.settings import (
     UpdateConflictHandler,
 )
 
+# One worker runs the whole module under `pytest -n 2 --dist loadgroup`: its module-scoped
+# fixture is built once.
+pytestmark = pytest.mark.xdist_group(__name__)
+
 DEMO = load_config(SCHEMAS_DIR.parent / "lakeapply.yml")[0]
 STUDENT = "US03.STUDENT"
 

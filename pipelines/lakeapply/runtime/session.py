@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib.metadata import version
@@ -111,12 +113,31 @@ def get_spark(
                     f"fetching the Delta jars ({delta_maven_coordinate()}) from Maven Central "
                     f"into ~/.ivy2.5.2 (first run only; details in {log})"
                 )
-            _launch_jvm(options, log)
+            with _ivy_resolution_lock():
+                _launch_jvm(options, log)
         spark = builder.getOrCreate()
     except PySparkException as error:
         raise EnvironmentSetupError(_explain_startup_failure(str(error), log)) from error
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+@contextmanager
+def _ivy_resolution_lock() -> Iterator[None]:
+    """Hold an exclusive lock on the Ivy cache while a JVM resolves the Delta jars.
+
+    Two Ivy resolutions writing one cache at once (two lakeapply processes, or parallel test
+    workers, starting on a fresh machine) can leave it half-written; the lock serializes only
+    the JVM launch, a few seconds once the jars are cached.
+    """
+    cache = Path.home() / ".ivy2.5.2"
+    cache.mkdir(parents=True, exist_ok=True)
+    with (cache / "lakeapply-resolve.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def _launch_jvm(options: dict[str, str], log: Path) -> None:
