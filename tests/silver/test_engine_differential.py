@@ -147,10 +147,10 @@ def test_engine_matches_the_reference_when_the_first_error_stops_the_apply(
 @pytest.mark.slow  # three workloads end to end per seed
 @pytest.mark.parametrize("seeded", [13, 27])  # seeds whose workloads migrate rows both ways
 def test_engine_matches_the_reference_with_subset_rules(
-    spark: SparkSession, tmp_path: Path, seeded: int
+    spark: SparkSession, catalog: Catalog, tmp_path: Path, seeded: int
 ) -> None:
     batch = drawn(3, workloads(disable_on_error=False, subset_rules=True), seeded=seeded)
-    run_and_compare(spark, tmp_path, batch, batches=1)
+    run_and_compare(spark, catalog, tmp_path, batch, batches=1)
 
 
 @pytest.mark.slow
