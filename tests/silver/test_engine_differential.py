@@ -115,7 +115,7 @@ def engine_outcomes_with_a_crash(
 def test_engine_matches_the_reference_on_workloads_that_carry_on_after_errors(
     spark: SparkSession, catalog: Catalog, tmp_path: Path
 ) -> None:
-    batch = sharing_one_apply(drawn(20, workloads(disable_on_error=False), seeded=1))
+    batch = sharing_one_apply(drawn(21, workloads(disable_on_error=False), seeded=1))
     run_and_compare(spark, catalog, tmp_path, batch, batches=1)
     # The gold views of the final state: one dbt build over the test's databases.
     report = run_gold(spark, session_warehouse(spark), catalog.prefix)
