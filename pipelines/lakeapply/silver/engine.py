@@ -671,14 +671,18 @@ def _run_fold(fold_input: DataFrame, plan: FoldPlan, buckets: int) -> DataFrame:
     )
 
 
-def _earliest(errors: list[Any]) -> dict[tuple[str, str], Any]:
-    """transaction -> its first failing message (lowest message number) among fold errors."""
-    first: dict[tuple[str, str], Any] = {}
-    for error in errors:
-        key = (error.source_database_name, error.transaction_id)
-        if key not in first or error.message_number < first[key].message_number:
-            first[key] = error
-    return first
+def _earliest(folded: DataFrame) -> dict[tuple[str, str], Any]:
+    """transaction -> its first failing message (lowest message number) among fold errors,
+    chosen in Spark: the driver receives one row per failing transaction, not one per error."""
+    first = Window.partitionBy(*TRANSACTION_KEY).orderBy("message_number", "error_number")
+    rows = (
+        folded.where(F.col("kind") == "ERROR")
+        .withColumn("_rank", F.row_number().over(first))
+        .where(F.col("_rank") == 1)
+        .drop("_rank")
+        .collect()  # one row per failing transaction
+    )
+    return {(row.source_database_name, row.transaction_id): row for row in rows}
 
 
 def _position(error: Any) -> Position:
@@ -982,7 +986,7 @@ def _fold_passes(cycle: _Cycle, inputs: _CycleInput) -> _FoldOutcome:
         cycle.progress(f"fold pass {passes}")
         folded = _run_fold(fold_input, FoldPlan(settings, frozenset(failed), cut), buckets)
         folded = materialize(folded)
-        errors = _earliest(folded.where(F.col("kind") == "ERROR").collect())
+        errors = _earliest(folded)
         failed = {  # exact state
             key: known if key in late else errors.get(key, known) for key, known in failed.items()
         }
@@ -1060,7 +1064,7 @@ def _dependent_fold(
         }
         plan = FoldPlan(cycle.settings, frozenset(failed), None, frozenset(held))
         folded = materialize(_run_fold(fold_input, plan, buckets))
-        errors = _earliest(folded.where(F.col("kind") == "ERROR").collect())
+        errors = _earliest(folded)
         new_failures = set(errors) - set(failed) - set(held)
         if not new_failures:
             return folded, held, passes
