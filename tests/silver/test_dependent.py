@@ -60,6 +60,15 @@ def test_a_held_ddl_barrier_holds_back_every_later_key_of_its_table(spark: Spark
     assert _held(spark, touches) == {"T1", "T2", "T3"}
 
 
+def test_keyless_and_discarded_lcrs_link_nothing(spark: SparkSession) -> None:
+    touches = [
+        ("DB", "T1", 10, "A", "!static"),
+        ("DB", "T2", 20, "A", "!static"),  # shares no row with T1: applied
+        ("DB", "T3", 30, "A", "k1"),
+    ]
+    assert _held(spark, touches) == {"T1"}
+
+
 # Engine: an abort on table A under FULL and under DEPENDENT_TRANSACTIONS.
 A = table_definition("HR.A", {"ID": "NUMBER(10)", "V": "VARCHAR2(10)"}, primary_key=["ID"])
 B = table_definition("HR.B", {"ID": "NUMBER(10)", "V": "VARCHAR2(10)"}, primary_key=["ID"])

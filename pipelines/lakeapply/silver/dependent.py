@@ -18,6 +18,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from lakeapply.silver.components import STATIC_GROUP
+
 ALL_KEYS = "*"
 TRANSACTION = ["source_database_name", "transaction_id"]
 
@@ -42,7 +44,12 @@ def held_transactions(touches: DataFrame, aborting: DataFrame) -> DataFrame:
     aborting: (source_database_name, transaction_id) of the transaction(s) that abort the apply.
     Returns (source_database_name, transaction_id) of every transaction held back, the aborting
     ones included."""
-    touches = touches.select(*TRANSACTION, "commit_scn", "silver_table", "group_id").distinct()
+    # Keyless and discarded LCRs share no row with anything (rule 9): they link nothing.
+    touches = (
+        touches.where(F.col("group_id") != F.lit(STATIC_GROUP))
+        .select(*TRANSACTION, "commit_scn", "silver_table", "group_id")
+        .distinct()
+    )
     held = aborting.select(*TRANSACTION).distinct().localCheckpoint()
     while True:
         held_groups = touches.join(held, TRANSACTION).select(
