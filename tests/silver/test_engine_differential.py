@@ -90,7 +90,7 @@ def run_and_compare(
     for number, group in enumerate(_groups(batch)):
         actual = run(spark, catalog, group, tmp_path / f"group{number}", batches)
         for workload, outcome in zip(group, actual, strict=True):
-            compare(reference_outcome(workload), outcome, batches)
+            compare(reference_outcome(workload, batches), outcome, batches)
 
 
 def engine_outcomes_with_a_crash(
@@ -141,7 +141,7 @@ def test_engine_matches_the_reference_when_the_first_error_stops_the_apply(
         drawn(2, workloads(disable_on_error=True), seeded=3 + batches)
     ):
         actual = engine_outcomes(spark, catalog, [workload], tmp_path / f"w{number}", batches)
-        compare(reference_outcome(workload), actual[0], batches)
+        compare(reference_outcome(workload, batches), actual[0], batches)
 
 
 @pytest.mark.slow  # three workloads end to end per seed
@@ -166,4 +166,4 @@ def test_engine_matches_the_reference_on_many_workloads(
             again = isolate(workload, next(_numbers))  # its own apply and tables per run
             folder = tmp_path / f"w{number}-{batches}"
             actual = engine_outcomes(spark, catalog, [again], folder, batches)
-            compare(reference_outcome(again), actual[0], batches)
+            compare(reference_outcome(again, batches), actual[0], batches)
