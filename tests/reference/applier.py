@@ -523,6 +523,8 @@ def reference_apply(
             # Rule 9: the aborting transaction is processed (queued; below the watermark).
             _record(result, transaction, outcome)
             result.aborted = True
+            result.low_watermark[transaction.source_database] = transaction.commit_scn
+            result.high_watermark[transaction.source_database] = transaction.commit_scn
             later = committed[index + 1 :]
             if dependent:
                 later = _dependent_walk(settings, result, transaction, later, batch_ends)
@@ -582,9 +584,6 @@ def _dependent_walk(
 ) -> list[_Transaction]:
     """D15: after ``aborting`` stopped a DEPENDENT_TRANSACTIONS apply, process the ``later``
     transactions (CSCN order) that do not depend on it; returns the held ones."""
-    assert aborting.commit_scn is not None
-    database = aborting.source_database
-    result.low_watermark[database] = result.high_watermark[database] = aborting.commit_scn
     # The apply stops reading at the end of the batch its aborting COMMIT arrived in.
     batch = bisect.bisect_right(sorted(batch_ends), aborting.ended_at)
     horizon = sorted(batch_ends)[batch] if batch < len(batch_ends) else None
