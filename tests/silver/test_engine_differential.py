@@ -144,6 +144,22 @@ def test_engine_matches_the_reference_when_the_first_error_stops_the_apply(
         compare(reference_outcome(workload, batches), actual[0], batches)
 
 
+# Seeds whose second workload is DEPENDENT_TRANSACTIONS, aborts, and has later independent
+# transactions the abort applies: seed 11 applies 3 (LWM < HWM on both sources); seed 29
+# applies 2 in one batch, 1 in three (the batch of the aborting COMMIT bounds what it sees).
+@pytest.mark.parametrize(("seeded", "batches"), [(11, 1), (29, 3)])
+def test_engine_matches_the_reference_when_a_dependent_abort_applies_independent_transactions(
+    spark: SparkSession, catalog: Catalog, tmp_path: Path, seeded: int, batches: int
+) -> None:
+    workload = drawn(2, workloads(disable_on_error=True), seeded=seeded)[1]
+    assert workload.process["parameters"]["commit_serialization"] == "DEPENDENT_TRANSACTIONS"
+    expected = reference_outcome(workload, batches)
+    assert expected["aborted"]
+    assert expected["low_watermark"] != expected["high_watermark"], "nothing applied after it"
+    actual = engine_outcomes(spark, catalog, [workload], tmp_path, batches)
+    compare(expected, actual[0], batches)
+
+
 @pytest.mark.slow  # three workloads end to end per seed
 @pytest.mark.parametrize("seeded", [13, 27])  # seeds whose workloads migrate rows both ways
 def test_engine_matches_the_reference_with_subset_rules(
