@@ -99,8 +99,9 @@ D15 Commit serialization (rule 9). Without an abort both settings apply one tran
     (not queued: only the aborting one is in the error queue); the others are processed as
     usual. A transaction touches, per message (D2), its destination table and its key (rule 5
     precedence, after conversion), the old and the new key for an update that moves the row; a
-    message whose key is missing or does not convert touches nothing (it fails: its transaction
-    is held for that). A DDL transaction that is not ignored (D3) is a barrier: it and
+    message without an instantiation SCN, or whose key is missing or does not convert, touches
+    nothing (it fails: its transaction is held for that), nor does one the instantiation SCN
+    discards (it changes no row). A DDL transaction that is not ignored (D3) is a barrier: it and
     everything after it, on every table, are held. The walk covers only the transactions whose
     end (COMMIT, or last DDL LCR per D1) arrived in the ingest batch of the aborting one's
     COMMIT or before (``batch_ends``; by default one batch): an aborted apply stops reading.
@@ -628,6 +629,12 @@ def _touches(settings: ApplyProcess, transaction: _Transaction) -> set[tuple[str
         message = _transformed(settings, database, settings.migrated(lcr))
         table = settings.destination(database, message["object_owner"], message["object_name"])
         assert table is not None
+        instantiation_scn = settings.instantiation_scn(
+            database, message["object_owner"], message["object_name"]
+        )
+        assert transaction.commit_scn is not None
+        if instantiation_scn is None or transaction.commit_scn <= instantiation_scn:
+            continue  # rule 3: it fails, or it is discarded; either way it changes no row
         command = message["command_type"]
         images = (
             ["old_values", "new_values"]

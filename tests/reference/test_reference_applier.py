@@ -1321,6 +1321,29 @@ def test_dependent_abort_holds_a_later_independent_transaction_that_fails_withou
     assert result.oldest_scn == {DB: 103}
 
 
+def test_dependent_abort_does_not_hold_a_row_the_aborting_one_only_touched_in_discarded_lcrs() -> (
+    None
+):
+    settings = apply_settings(
+        destination(instantiation_scn=103),
+        destination(AUDIT),
+        commit_serialization="DEPENDENT_TRANSACTIONS",
+    )
+    result = reference_apply(
+        settings,
+        [
+            insert("1.1.1", 100, {**ALICE, "ID": "5"}),  # discarded: at or below SCN 103
+            delete("1.1.1", 101, {"ID": "404"}, table=AUDIT),  # ORA-26787: aborts
+            commit("1.1.1", 102),
+            insert("2.2.2", 110, {**BOB, "ID": "5"}),
+            commit("2.2.2", 111),
+        ],
+    )
+    assert [e.source_transaction_id for e in result.errors] == ["1.1.1"]
+    assert list(accounts(result)) == [(5,)]
+    assert result.low_watermark == result.high_watermark == {DB: 111}
+
+
 def test_dependent_abort_keeps_low_watermarks_per_source_database() -> None:
     settings = apply_settings(
         destination(),
