@@ -147,7 +147,23 @@ def test_engine_matches_the_reference_when_the_first_error_stops_the_apply(
 # Seeds whose second workload is DEPENDENT_TRANSACTIONS, aborts, and has later independent
 # transactions the abort applies: seed 11 applies 3 (LWM < HWM on both sources); seed 29
 # applies 2 in one batch, 1 in three (the batch of the aborting COMMIT bounds what it sees).
-@pytest.mark.parametrize(("seeded", "batches"), [(11, 1), (29, 3)])
+# Seed 5: the engine holds back 2.6.147, whose LCRs the instantiation SCN discards, because
+# silver/dependent.py matches the keyless group "!static" (discarded or keyless LCRs) of the
+# aborting transaction on the same table; they share no row, so the reference applies it.
+@pytest.mark.parametrize(
+    ("seeded", "batches"),
+    [
+        (11, 1),
+        (29, 3),
+        pytest.param(
+            5,
+            1,
+            marks=pytest.mark.xfail(
+                strict=True, reason="engine: '!static' groups link held transactions"
+            ),
+        ),
+    ],
+)
 def test_engine_matches_the_reference_when_a_dependent_abort_applies_independent_transactions(
     spark: SparkSession, catalog: Catalog, tmp_path: Path, seeded: int, batches: int
 ) -> None:
