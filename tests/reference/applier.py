@@ -90,17 +90,33 @@ arrives. The engine's handling of input that arrives after a cycle processed its
 ORA-20001; a COMMIT below the low watermark, ORA-20002) is tested in tests/silver/test_late_input.py;
 the differential cuts batches so that neither occurs.
 
-Commit serialization: only FULL is modelled. A DEPENDENT_TRANSACTIONS apply may reuse these
-results: applying one transaction at a time in CSCN order is one valid DEPENDENT_TRANSACTIONS
-schedule, and both settings must end in the same tables (rule 4); only the watermarks of a
-DEPENDENT run may lag (low <= these <= high).
+D15 Commit serialization (rule 9). Without an abort both settings apply one transaction at a
+    time in CSCN order (one valid DEPENDENT_TRANSACTIONS schedule): same tables, low = high
+    watermark. When a transaction aborts the apply (disable_on_error = Y), FULL processes
+    nothing after it. DEPENDENT_TRANSACTIONS walks the later committed transactions in CSCN
+    order, each against the state without the held ones: one that touches a row touched by the
+    aborting transaction or by an already held one is held; one that fails itself is held too
+    (not queued: only the aborting one is in the error queue); the others are processed as
+    usual. A transaction touches, per message (D2), its destination table and its key (rule 5
+    precedence, after conversion), the old and the new key for an update that moves the row; a
+    message without an instantiation SCN, or whose key is missing or does not convert, touches
+    nothing (it fails: its transaction is held for that), nor does one the instantiation SCN
+    discards (it changes no row). A DDL transaction that is not ignored (D3) is a barrier: it and
+    everything after it, on every table, are held. The walk covers only the transactions whose
+    end (COMMIT, or last DDL LCR per D1) arrived in the ingest batch of the aborting one's
+    COMMIT or before (``batch_ends``; by default one batch): an aborted apply stops reading.
+    Held transactions are not processed: no outcome, no counter, the oldest SCN stays at or
+    below their first SCN. Per source database, the low watermark is the highest commit SCN
+    processed below that source's first held transaction (no gap below it), the high watermark
+    the highest commit SCN processed.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 import struct
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import MAX_EMAX, MIN_EMIN, ROUND_HALF_UP, Context, Decimal
@@ -376,6 +392,7 @@ class _Transaction:
     commit_scns: set[int] = field(default_factory=set)  # scn of its COMMIT(s)
     rolled_back: bool = False
     redeliveries: int = 0  # COMMIT copies beyond the first (D14)
+    end_arrival: int | None = None  # arrival of its first COMMIT (D15)
 
     @property
     def commit_scn(self) -> int | None:
@@ -399,6 +416,19 @@ class _Transaction:
                 f"different commit_scn {ddl_commit_scns}"
             )
         return ddl_commit_scns.pop()
+
+    @property
+    def ended_at(self) -> int:
+        """Arrival of its end: its first COMMIT, or its last LCR for a DDL-only one (D1, D15)."""
+        if self.end_arrival is not None:
+            return self.end_arrival
+        return max(arrival for arrival, _ in self.lcrs)
+
+    def lcrs_passing(self, settings: ApplyProcess) -> list[dict[str, Any]]:
+        """Its LCRs that pass the rules (rule 2), in apply order."""
+        return [
+            lcr for lcr in self.ordered_lcrs() if _passes_rules(settings, self.source_database, lcr)
+        ]
 
     def ordered_lcrs(self) -> list[dict[str, Any]]:
         """Rule 4: within a transaction, LCRs in (scn, position, arrival) order."""
@@ -439,6 +469,8 @@ def _group_transactions(
         )
         if lcr["command_type"] == "COMMIT":
             transaction.commit_scns.add(scn)
+            if transaction.end_arrival is None:
+                transaction.end_arrival = arrival
         elif lcr["command_type"] == "ROLLBACK":
             transaction.rolled_back = True
         else:
@@ -455,9 +487,12 @@ def reference_apply(
     settings: ApplyProcess,
     lcrs: Iterable[dict[str, Any]],
     initial_rows: Mapping[str, Iterable[dict[str, Any]]] | None = None,
+    batch_ends: Sequence[int] = (),
 ) -> ReferenceResult:
     """Apply ``lcrs`` (contract dicts, in arrival order) to destination tables that start with
-    ``initial_rows`` (silver table -> rows, raw LCR text or Python values), as one apply run."""
+    ``initial_rows`` (silver table -> rows, raw LCR text or Python values), as one apply run.
+    ``batch_ends``: arrival positions where ingest batches end (exclusive), read only by a
+    DEPENDENT_TRANSACTIONS abort (D15)."""
     transactions, received = _group_transactions(settings, lcrs)
     databases = settings.source_databases
     result = ReferenceResult(
@@ -481,40 +516,23 @@ def reference_apply(
         key=lambda t: (t.commit_scn, t.source_database, t.transaction_id),
     )
     not_fully_applied = [t for t in transactions if not t.rolled_back and t.commit_scn is None]
+    dependent = settings.commit_serialization == "DEPENDENT_TRANSACTIONS"
     for index, transaction in enumerate(committed):
         outcome = _apply_transaction(settings, result.tables, transaction)
         assert transaction.commit_scn is not None
-        result.outcomes[(transaction.source_database, transaction.transaction_id)] = (
-            transaction.commit_scn,
-            "ERROR"
-            if isinstance(outcome, ErrorTransaction)
-            else "DISCARDED"
-            if outcome.discarded
-            else "IGNORED"
-            if outcome.ignored
-            else "APPLIED",
-        )
-        if isinstance(outcome, ErrorTransaction):
-            # Rule 8: none of it is applied (its staged tables are dropped); it goes to the queue.
-            result.errors.append(outcome)
-            result.counters["errors"] += 1
-            if settings.disable_on_error:
-                # Rule 9: the aborting transaction is processed (queued; below the watermark);
-                # nothing after it is.
-                result.aborted = True
-                result.low_watermark[transaction.source_database] = transaction.commit_scn
-                result.high_watermark[transaction.source_database] = transaction.commit_scn
-                not_fully_applied += committed[index + 1 :]
-                break
-        elif outcome.discarded:
-            result.counters["applied"] += 1  # D3: processed, not ignored
-        else:
-            result.tables = outcome.tables
-            result.counters["applied"] += 1
-            result.applied_transactions.append(
-                (transaction.source_database, transaction.transaction_id)
-            )
-            result.ddl += outcome.ddl
+        if isinstance(outcome, ErrorTransaction) and settings.disable_on_error:
+            # Rule 9: the aborting transaction is processed (queued; below the watermark).
+            _record(result, transaction, outcome)
+            result.aborted = True
+            result.low_watermark[transaction.source_database] = transaction.commit_scn
+            result.high_watermark[transaction.source_database] = transaction.commit_scn
+            later = committed[index + 1 :]
+            if dependent:
+                later = _dependent_walk(settings, result, transaction, later, batch_ends)
+            # FULL: nothing after it is processed; DEPENDENT: the held ones are not.
+            not_fully_applied += later
+            break
+        _record(result, transaction, outcome)
         # Rule 9, FULL: applied transactions are a prefix of CSCN order, low = high watermark.
         result.low_watermark[transaction.source_database] = transaction.commit_scn
         result.high_watermark[transaction.source_database] = transaction.commit_scn
@@ -526,6 +544,132 @@ def reference_apply(
         oldest = result.oldest_scn[database]
         result.oldest_scn[database] = first_scn if oldest is None else min(oldest, first_scn)
     return result
+
+
+def _record(
+    result: ReferenceResult, transaction: _Transaction, outcome: _Applied | ErrorTransaction
+) -> None:
+    """One committed transaction processed: its outcome, counters, tables and DDL."""
+    assert transaction.commit_scn is not None
+    result.outcomes[(transaction.source_database, transaction.transaction_id)] = (
+        transaction.commit_scn,
+        "ERROR"
+        if isinstance(outcome, ErrorTransaction)
+        else "DISCARDED"
+        if outcome.discarded
+        else "IGNORED"
+        if outcome.ignored
+        else "APPLIED",
+    )
+    if isinstance(outcome, ErrorTransaction):
+        # Rule 8: none of it is applied (its staged tables are dropped); it goes to the queue.
+        result.errors.append(outcome)
+        result.counters["errors"] += 1
+    elif outcome.discarded:
+        result.counters["applied"] += 1  # D3: processed, not ignored
+    else:
+        result.tables = outcome.tables
+        result.counters["applied"] += 1
+        result.applied_transactions.append(
+            (transaction.source_database, transaction.transaction_id)
+        )
+        result.ddl += outcome.ddl
+
+
+def _dependent_walk(
+    settings: ApplyProcess,
+    result: ReferenceResult,
+    aborting: _Transaction,
+    later: list[_Transaction],
+    batch_ends: Sequence[int],
+) -> list[_Transaction]:
+    """D15: after ``aborting`` stopped a DEPENDENT_TRANSACTIONS apply, process the ``later``
+    transactions (CSCN order) that do not depend on it; returns the held ones."""
+    # The apply stops reading at the end of the batch its aborting COMMIT arrived in.
+    batch = bisect.bisect_right(sorted(batch_ends), aborting.ended_at)
+    horizon = sorted(batch_ends)[batch] if batch < len(batch_ends) else None
+    touched = _touches(settings, aborting)
+    held: list[_Transaction] = []
+    for position, transaction in enumerate(later):
+        if (horizon is not None and transaction.ended_at >= horizon) or _is_barrier(
+            settings, transaction
+        ):
+            return held + later[position:]  # not received yet, or a DDL barrier (rule 9)
+        touches = _touches(settings, transaction)
+        outcome = (
+            None if touches & touched else _apply_transaction(settings, result.tables, transaction)
+        )
+        if outcome is None or isinstance(outcome, ErrorTransaction):
+            held.append(transaction)
+            touched |= touches
+            continue
+        _record(result, transaction, outcome)
+        assert transaction.commit_scn is not None
+        source = transaction.source_database
+        high = result.high_watermark[source]
+        result.high_watermark[source] = max(high or 0, transaction.commit_scn)
+        if not any(h.source_database == source for h in held):
+            result.low_watermark[source] = transaction.commit_scn  # no gap below it
+    return held
+
+
+def _is_barrier(settings: ApplyProcess, transaction: _Transaction) -> bool:
+    """Rule 9: a DDL transaction that is not ignored (D3)."""
+    ddl = [lcr for lcr in transaction.lcrs_passing(settings) if _is_ddl(lcr)]
+    return any(lcr["command_type"] not in NO_CHANGE_DDL for lcr in ddl)
+
+
+def _touches(settings: ApplyProcess, transaction: _Transaction) -> set[tuple[str, Key]]:
+    """D15: (silver table, key) of every row a transaction's messages address."""
+    touched: set[tuple[str, Key]] = set()
+    database = transaction.source_database
+    for lcr in transaction.lcrs_passing(settings):
+        if _is_ddl(lcr):
+            continue
+        message = _transformed(settings, database, settings.migrated(lcr))
+        table = settings.destination(database, message["object_owner"], message["object_name"])
+        assert table is not None
+        instantiation_scn = settings.instantiation_scn(
+            database, message["object_owner"], message["object_name"]
+        )
+        assert transaction.commit_scn is not None
+        if instantiation_scn is None or transaction.commit_scn <= instantiation_scn:
+            continue  # rule 3: it fails, or it is discarded; either way it changes no row
+        command = message["command_type"]
+        images = (
+            ["old_values", "new_values"]
+            if command == "UPDATE"
+            else ["old_values"]
+            if command == "DELETE"
+            else ["new_values"]
+        )
+        key = _key_of(table, message.get(images[0]) or [])
+        if key is not None:
+            touched.add((table.silver_table, key))
+            if command == "UPDATE":
+                # Rule 5: the row moves to its new key (key columns absent from new_values keep
+                # their old value).
+                moved = _key_of(
+                    table, (message.get("new_values") or []) + (message.get("old_values") or [])
+                )
+                if moved is not None:
+                    touched.add((table.silver_table, moved))
+    return touched
+
+
+def _key_of(table: Destination, image: list[dict[str, Any]]) -> Key | None:
+    """The converted key values of an image (the first value of each key column wins), or None
+    when a key column is absent or does not convert."""
+    values = []
+    for name in table.key:
+        value = next((v for v in image if v["column_name"] == name), None)
+        if value is None or name not in table.definition.column_names:
+            return None
+        try:
+            values.append(convert_value(table.definition.column(name), value["value"]))
+        except ApplyRowError:
+            return None
+    return tuple(values)
 
 
 @dataclass

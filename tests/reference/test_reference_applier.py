@@ -1211,6 +1211,204 @@ def test_dependent_transactions_serialization_gives_the_same_result_as_full() ->
 
 
 # ---------------------------------------------------------------------------------------------
+# Rule 9, D15: DEPENDENT_TRANSACTIONS after an abort
+# ---------------------------------------------------------------------------------------------
+
+DEPENDENT = apply_settings(commit_serialization="DEPENDENT_TRANSACTIONS")
+# 1.1.1 inserts key 5 and then fails (ORA-26787 on key 404): it aborts the apply.
+ABORTING = [
+    insert("1.1.1", 100, {**ALICE, "ID": "5"}),
+    update("1.1.1", 101, {"ID": "404"}, {"HOLDER": "nobody"}),
+    commit("1.1.1", 102),
+]
+
+
+def test_dependent_abort_applies_a_later_transaction_touching_other_rows() -> None:
+    result = reference_apply(
+        DEPENDENT, [*ABORTING, insert("2.2.2", 103, {**BOB, "ID": "6"}), commit("2.2.2", 104)]
+    )
+    assert result.aborted
+    assert [e.source_transaction_id for e in result.errors] == ["1.1.1"]
+    assert list(accounts(result)) == [(6,)]
+    assert result.outcomes == {(DB, "1.1.1"): (102, "ERROR"), (DB, "2.2.2"): (104, "APPLIED")}
+    assert result.counters["applied"] == result.counters["errors"] == 1
+    assert result.low_watermark == result.high_watermark == {DB: 104}
+    assert result.oldest_scn == {DB: None}
+
+
+def test_full_abort_holds_back_the_same_independent_transaction() -> None:
+    lcrs = [*ABORTING, insert("2.2.2", 103, {**BOB, "ID": "6"}), commit("2.2.2", 104)]
+    result = reference_apply(apply_settings(), lcrs)
+    assert accounts(result) == {}
+    assert result.low_watermark == result.high_watermark == {DB: 102}
+    assert result.oldest_scn == {DB: 103}
+
+
+def test_dependent_abort_holds_a_later_transaction_touching_a_row_of_the_aborting_one() -> None:
+    result = reference_apply(
+        DEPENDENT,
+        [
+            *ABORTING,
+            insert("2.2.2", 103, {**BOB, "ID": "5"}),  # key 5: the aborting one inserted it
+            commit("2.2.2", 104),
+            insert("3.3.3", 105, {**BOB, "ID": "6"}),
+            commit("3.3.3", 106),
+        ],
+    )
+    assert list(accounts(result)) == [(6,)]
+    assert (DB, "2.2.2") not in result.outcomes
+    assert [e.source_transaction_id for e in result.errors] == ["1.1.1"]
+    # Rule 9: no gap below the low watermark; the high one is the highest commit SCN applied.
+    assert result.low_watermark == {DB: 102}
+    assert result.high_watermark == {DB: 106}
+    assert result.oldest_scn == {DB: 103}
+
+
+def test_dependent_abort_holds_transitively_through_a_held_transaction() -> None:
+    result = reference_apply(
+        DEPENDENT,
+        [
+            *ABORTING,
+            insert("2.2.2", 103, {**BOB, "ID": "5"}),
+            insert("2.2.2", 104, {**BOB, "ID": "7"}),
+            commit("2.2.2", 105),
+            insert("3.3.3", 106, {**BOB, "ID": "7"}),  # only 2.2.2 touches key 7
+            commit("3.3.3", 107),
+        ],
+    )
+    assert accounts(result) == {}
+    assert set(result.outcomes) == {(DB, "1.1.1")}
+    assert result.low_watermark == result.high_watermark == {DB: 102}
+    assert result.oldest_scn == {DB: 103}
+
+
+def test_dependent_abort_holds_a_transaction_touching_the_new_key_of_a_held_key_move() -> None:
+    result = reference_apply(
+        DEPENDENT,
+        [
+            *ABORTING,
+            update("2.2.2", 103, {"ID": "5"}, {"ID": "8"}),  # held: moves key 5 to 8
+            commit("2.2.2", 104),
+            insert("3.3.3", 105, {**BOB, "ID": "8"}),
+            commit("3.3.3", 106),
+        ],
+    )
+    assert accounts(result) == {}
+    assert set(result.outcomes) == {(DB, "1.1.1")}
+
+
+def test_dependent_abort_holds_a_later_independent_transaction_that_fails_without_queueing_it() -> (
+    None
+):
+    result = reference_apply(
+        DEPENDENT,
+        [
+            *ABORTING,
+            delete("2.2.2", 103, {"ID": "9"}),  # ORA-26787: held, not queued
+            commit("2.2.2", 104),
+            insert("3.3.3", 105, {**BOB, "ID": "9"}),  # touches the failed one's key: held
+            commit("3.3.3", 106),
+            insert("4.4.4", 107, {**BOB, "ID": "10"}),
+            commit("4.4.4", 108),
+        ],
+    )
+    assert [e.source_transaction_id for e in result.errors] == ["1.1.1"]
+    assert result.counters["errors"] == 1
+    assert list(accounts(result)) == [(10,)]
+    assert set(result.outcomes) == {(DB, "1.1.1"), (DB, "4.4.4")}
+    assert result.low_watermark == {DB: 102}
+    assert result.high_watermark == {DB: 108}
+    assert result.oldest_scn == {DB: 103}
+
+
+def test_dependent_abort_does_not_hold_a_row_the_aborting_one_only_touched_in_discarded_lcrs() -> (
+    None
+):
+    settings = apply_settings(
+        destination(instantiation_scn=103),
+        destination(AUDIT),
+        commit_serialization="DEPENDENT_TRANSACTIONS",
+    )
+    result = reference_apply(
+        settings,
+        [
+            insert("1.1.1", 100, {**ALICE, "ID": "5"}),  # discarded: at or below SCN 103
+            delete("1.1.1", 101, {"ID": "404"}, table=AUDIT),  # ORA-26787: aborts
+            commit("1.1.1", 102),
+            insert("2.2.2", 110, {**BOB, "ID": "5"}),
+            commit("2.2.2", 111),
+        ],
+    )
+    assert [e.source_transaction_id for e in result.errors] == ["1.1.1"]
+    assert list(accounts(result)) == [(5,)]
+    assert result.low_watermark == result.high_watermark == {DB: 111}
+
+
+def test_dependent_abort_keeps_low_watermarks_per_source_database() -> None:
+    settings = apply_settings(
+        destination(),
+        destination(db=DB2, silver_table="account_2"),
+        commit_serialization="DEPENDENT_TRANSACTIONS",
+    )
+    result = reference_apply(
+        settings,
+        [
+            *ABORTING,
+            insert("2.2.2", 103, {**BOB, "ID": "5"}),  # held
+            commit("2.2.2", 104),
+            insert("7.7.7", 300, BOB, db=DB2),  # another table: applied
+            commit("7.7.7", 301, db=DB2),
+        ],
+    )
+    assert result.low_watermark == {DB: 102, DB2: 301}
+    assert result.high_watermark == {DB: 102, DB2: 301}
+    assert list(result.tables["account_2"]) == [(2,)]
+
+
+def test_dependent_abort_walks_only_what_arrived_up_to_the_aborting_commits_batch() -> None:
+    lcrs = [
+        *ABORTING,
+        insert("2.2.2", 103, {**BOB, "ID": "6"}),
+        commit("2.2.2", 104),
+        insert("3.3.3", 105, {**BOB, "ID": "7"}),
+        commit("3.3.3", 106),
+    ]
+    result = reference_apply(DEPENDENT, lcrs, batch_ends=[5, 7])
+    assert list(accounts(result)) == [(6,)]
+    assert result.low_watermark == result.high_watermark == {DB: 104}
+    assert result.oldest_scn == {DB: 105}
+
+
+def test_dependent_abort_holds_a_ddl_barrier_and_everything_after_it() -> None:
+    alter = {
+        "source_database_name": DB,
+        "command_type": "ALTER TABLE",
+        "transaction_id": "3.3.3",
+        "scn": 105,
+        "commit_scn": 105,
+        "object_owner": "APP",
+        "object_name": "OTHER",
+        "object_type": "TABLE",
+        "ddl_text": "ALTER TABLE APP.OTHER ADD (NOTE VARCHAR2(10))",
+    }
+    result = reference_apply(
+        DEPENDENT,
+        [
+            *ABORTING,
+            insert("2.2.2", 103, {**BOB, "ID": "6"}),
+            commit("2.2.2", 104),
+            alter,
+            insert("4.4.4", 106, {**BOB, "ID": "7"}),
+            commit("4.4.4", 107),
+        ],
+    )
+    assert list(accounts(result)) == [(6,)]
+    assert result.ddl == []
+    assert result.low_watermark == result.high_watermark == {DB: 104}
+    assert result.oldest_scn == {DB: 105}
+
+
+# ---------------------------------------------------------------------------------------------
 # Instantiation copy and malformed input
 # ---------------------------------------------------------------------------------------------
 

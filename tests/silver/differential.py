@@ -251,9 +251,16 @@ def reference_process(workload: Workload) -> ApplyProcess:
     return apply_process_from_config(workload.process, workload.definitions)
 
 
-def reference_outcome(workload: Workload) -> Comparable:
+def reference_outcome(workload: Workload, batches: int = 1) -> Comparable:
+    """The reference's result; ``batches``: the ingest batches the engine reads the workload
+    in, one per cycle (what a DEPENDENT_TRANSACTIONS abort has received: reference D15)."""
     process = reference_process(workload)
-    result: ReferenceResult = reference_apply(process, workload.lcrs, workload.initial)
+    ends = list(
+        itertools.accumulate(len(part) for part in split_in_commit_order(workload.lcrs, batches))
+    )
+    result: ReferenceResult = reference_apply(
+        process, workload.lcrs, workload.initial, batch_ends=ends
+    )
     return {
         "tables": {
             name: _rows(table, result.tables[name].values())
