@@ -44,3 +44,25 @@ def landing(tmp_path: Path) -> Path:
     folder = tmp_path / "landing"
     folder.mkdir()
     return folder
+
+
+# `make test` runs on two xdist workers, and the run ends when its last long test does: the
+# files whose tests take minutes (measured: the carry-on differential ~7 min alone, the
+# real-process SIGKILL ~5 min) start first, so the short tests fill the other worker meanwhile.
+LONGEST_FIRST = (
+    "tests/silver/test_engine_differential.py",
+    "tests/crash/",
+    "tests/bronze/formats/test_capture_formats.py",
+    "tests/silver/test_engine_restart.py",
+    "tests/cli/test_concurrent_runs.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        return next(
+            (i for i, prefix in enumerate(LONGEST_FIRST) if item.nodeid.startswith(prefix)),
+            len(LONGEST_FIRST),
+        )
+
+    items.sort(key=rank)  # stable: the rest keep their order
