@@ -125,7 +125,7 @@ def test_engine_matches_the_reference_on_workloads_that_carry_on_after_errors(
         differential.compare_gold(reference_outcome(workload), gold)
 
 
-@pytest.mark.slow  # ~25 min on 2 cores since workloads draw LOB pieces and redeliveries
+@pytest.mark.slow  # ~9 min on 2 cores (LOB pieces, redeliveries, three cycles)
 def test_engine_matches_the_reference_across_cycles_with_a_crash_between_them(
     spark: SparkSession, catalog: Catalog, tmp_path: Path
 ) -> None:
