@@ -56,6 +56,16 @@ def _jobs(spark: SparkSession) -> int:
     return int(store.jobsList(None).size())
 
 
+def _job_sites(spark: SparkSession, first: int) -> list[str]:
+    """Call sites (Python file:line of the action) of the jobs started after the first ``first``."""
+    store = spark.sparkContext._jsc.sc().statusStore()
+    jobs = store.jobsList(None)
+    names = sorted(
+        (int(jobs.apply(i).jobId()), str(jobs.apply(i).name())) for i in range(jobs.size())
+    )
+    return [name for _, name in names[first:]]
+
+
 def _commits(warehouse: Path, databases: list[str]) -> Counter[str]:
     counts: Counter[str] = Counter()
     for database in databases:
@@ -71,6 +81,7 @@ def profile_once(
     prefix: str,
     definitions: tuple[TableDefinition, ...],
     initial_scn: int,
+    job_sites: bool = False,
 ) -> tuple[float, list[tuple[str, float, int]], Counter[str], int]:
     catalog = Catalog(prefix)
     ensure_apply_tables(spark, catalog)
@@ -92,6 +103,11 @@ def profile_once(
     def step(name: str) -> None:
         now, jobs = time.perf_counter(), _jobs(spark)
         steps.append((name, now - last["time"], int(jobs - last["jobs"])))
+        if job_sites:
+            for site in Counter(
+                _job_sites(spark, int(last["jobs"]))[: jobs - int(last["jobs"])]
+            ).items():
+                print(f"        {site[1]:3d} x {site[0]}   [{name}]")
         last["time"], last["jobs"] = now, jobs
 
     reports = run_apply(spark, catalog, settings, step)
@@ -120,17 +136,40 @@ def main() -> None:
     )
     parser.add_argument("--label", default="", help="a word for the results title")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a runtime Spark SQL setting for the experiment (repeatable)",
+    )
+    parser.add_argument(
+        "--job-sites", action="store_true", help="print each step's Spark jobs by call site"
+    )
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="lakeapply-profile-"))
     warehouse = work / "warehouse"
     spark = get_spark(LocalSparkSettings(warehouse, app_name="lakeapply-profile"))
+    for setting in args.conf:
+        key, _, value = setting.partition("=")
+        spark.conf.set(key, value)
     landing, definitions, initial_scn = _workload(args.lcrs, args.tables, args.open_ratio, work)
     source = Catalog("profile_src")
     lines = ingest(spark, source, landing).lines
     runs = []
     for n in range(args.repeat):
-        runs.append(profile_once(spark, warehouse, source, f"profile{n}", definitions, initial_scn))
+        runs.append(
+            profile_once(
+                spark,
+                warehouse,
+                source,
+                f"profile{n}",
+                definitions,
+                initial_scn,
+                job_sites=args.job_sites and n == args.repeat - 1,
+            )
+        )
         seconds, steps, commits, jobs = runs[-1]
         print(f"run {n + 1}: {seconds:.1f} s, {jobs} Spark jobs, {sum(commits.values())} commits")
         for name, step_seconds, step_jobs in steps:

@@ -59,7 +59,12 @@ from lakeapply.bronze.tables import (
 from lakeapply.bronze.validate import classify_lines, lcr_kind
 from lakeapply.contract.lcr import LCR_FIELDS, bronze_column_name
 from lakeapply.errors import IngestError
-from lakeapply.runtime.catalog import Catalog, ensure_database, ensure_delta_table
+from lakeapply.runtime.catalog import (
+    Catalog,
+    TableToCreate,
+    ensure_database,
+    ensure_delta_tables,
+)
 
 log = logging.getLogger(__name__)
 
@@ -137,10 +142,15 @@ class SimulatedCrash(RuntimeError):
 
 def ensure_bronze_tables(spark: SparkSession, catalog: Catalog) -> None:
     ensure_database(spark, catalog.database(catalog.bronze))
-    ensure_delta_table(spark, catalog.bronze_table(LCR_TABLE), lcr_table_schema())
-    ensure_delta_table(spark, catalog.bronze_table(QUARANTINE_TABLE), quarantine_table_schema())
     log_table = catalog.bronze_table(INGEST_LOG_TABLE)
-    ensure_delta_table(spark, log_table, ingest_log_table_schema())
+    ensure_delta_tables(
+        spark,
+        [
+            TableToCreate(catalog.bronze_table(LCR_TABLE), lcr_table_schema()),
+            TableToCreate(catalog.bronze_table(QUARANTINE_TABLE), quarantine_table_schema()),
+            TableToCreate(log_table, ingest_log_table_schema()),
+        ],
+    )
     _add_missing_columns(spark, log_table, ingest_log_table_schema())
 
 

@@ -39,7 +39,12 @@ from lakeapply.contract.lcr import lcr_bronze_fields
 from lakeapply.contract.oracle_types import TypeFamily
 from lakeapply.contract.table_definitions import ColumnDefinition, TableDefinition
 from lakeapply.errors import ApplyAbortedError, ApplyError
-from lakeapply.runtime.catalog import Catalog, ensure_database, ensure_delta_table
+from lakeapply.runtime.catalog import (
+    Catalog,
+    TableToCreate,
+    ensure_database,
+    ensure_delta_tables,
+)
 from lakeapply.runtime.retry import retry_on_concurrent_modification
 from lakeapply.silver import dictionary
 from lakeapply.silver.components import STATIC_GROUP, key_components, transaction_components
@@ -115,8 +120,13 @@ class CycleReport:
 def ensure_apply_tables(spark: SparkSession, catalog: Catalog) -> None:
     ensure_bronze_tables(spark, catalog)
     ensure_database(spark, catalog.database(catalog.apply))
-    for name, schema in dictionary.DICTIONARY_TABLES.items():
-        ensure_delta_table(spark, catalog.apply_table(name), schema)
+    ensure_delta_tables(
+        spark,
+        [
+            TableToCreate(catalog.apply_table(name), schema)
+            for name, schema in dictionary.DICTIONARY_TABLES.items()
+        ],
+    )
 
 
 def ensure_destination_tables(
@@ -124,13 +134,17 @@ def ensure_destination_tables(
 ) -> None:
     """Create every destination table from its definition (instantiation without a copy)."""
     ensure_database(spark, catalog.database(catalog.silver))
-    for table in settings.tables:
-        ensure_delta_table(
-            spark,
-            catalog.silver_table(table.silver_table),
-            table.definition.spark_schema(),
-            keep_not_null=True,
-        )
+    ensure_delta_tables(
+        spark,
+        [
+            TableToCreate(
+                catalog.silver_table(table.silver_table),
+                table.definition.spark_schema(),
+                keep_not_null=True,
+            )
+            for table in settings.tables
+        ],
+    )
 
 
 def _latest_version(spark: SparkSession, qualified: str) -> int:
