@@ -6,8 +6,8 @@ import json
 import re
 import shutil
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -22,6 +22,7 @@ from lakeapply.contract.identifiers import (
     validate_spark_name,
 )
 from lakeapply.errors import LakeapplyError
+from lakeapply.runtime.concurrency import side_by_side
 
 
 @dataclass(frozen=True)
@@ -180,24 +181,12 @@ class TableToCreate:
     keep_not_null: bool = False
 
 
-# Creations mostly wait on the metastore and the file system, so a few overlap well on 2 cores;
-# more only queue behind the metastore's lock.
-CREATION_THREADS = 4
-
-
 def ensure_delta_tables(spark: SparkSession, tables: Iterable[TableToCreate]) -> None:
     """:func:`ensure_delta_table` for each of ``tables``, several at a time (a first run
-    creates a dozen tables; one after the other that was most of a small run's time)."""
-    wanted = list(tables)
-    if len(wanted) <= 1:
-        for table in wanted:
-            ensure_delta_table(
-                spark, table.qualified_name, table.schema, table.comment, table.keep_not_null
-            )
-        return
-    with ThreadPoolExecutor(min(CREATION_THREADS, len(wanted))) as pool:
-        futures = [
-            pool.submit(
+    creates a score of tables; one after the other that was most of a small run's time)."""
+    side_by_side(
+        [
+            partial(
                 ensure_delta_table,
                 spark,
                 table.qualified_name,
@@ -205,10 +194,9 @@ def ensure_delta_tables(spark: SparkSession, tables: Iterable[TableToCreate]) ->
                 table.comment,
                 table.keep_not_null,
             )
-            for table in wanted
+            for table in tables
         ]
-        for future in futures:
-            future.result()  # the first failure, in the order given
+    )
 
 
 def _nullable(data_type: T.StructType) -> T.StructType:
