@@ -19,7 +19,8 @@ ACCOUNT = table_definition(
 )
 LOAN = "orcl_bank_loan"  # the silver table a CREATE TABLE of BANK.LOAN from ORCL makes
 CREATE_LOAN = (
-    "CREATE TABLE BANK.LOAN (ID NUMBER(6), AMOUNT NUMBER(8,2), CONSTRAINT LOAN_PK PRIMARY KEY (ID))"
+    "CREATE TABLE BANK.LOAN (ID NUMBER(6), AMOUNT NUMBER(8,2), STATUS VARCHAR2(8) DEFAULT 'OPEN', "
+    "CONSTRAINT LOAN_PK PRIMARY KEY (ID))"
 )
 BANK_SCHEMA = (ApplyRule(schema="BANK"),)
 
@@ -42,7 +43,7 @@ def _exists(lakeapply: LakeapplyHarness, silver: str) -> bool:
     return bool(lakeapply.spark.catalog.tableExists(lakeapply.catalog.silver_table(silver)))
 
 
-def test_a_created_table_takes_the_inserts_and_updates_that_follow_by_its_primary_key(
+def test_a_created_table_takes_the_inserts_and_updates_that_follow_with_its_key_and_defaults(
     spark: SparkSession, lakeapply: LakeapplyHarness
 ) -> None:
     lakeapply.configure(
@@ -62,7 +63,10 @@ def test_a_created_table_takes_the_inserts_and_updates_that_follow_by_its_primar
     )
 
     assert _errors(lakeapply) == []
-    assert [(int(r.ID), float(r.AMOUNT)) for r in lakeapply.silver(LOAN).collect()] == [(1, 250.5)]
+    # The insert lacks STATUS: the created definition's default (rule 6).
+    assert [(int(r.ID), float(r.AMOUNT), r.STATUS) for r in lakeapply.silver(LOAN).collect()] == [
+        (1, 250.5, "OPEN")
+    ]
     assert _outcomes(lakeapply) == [("1.1.1", "APPLIED"), ("1.1.2", "APPLIED")]
     version = lakeapply._apply_table(dictionary.TABLE_VERSIONS).collect()
     assert [(v.silver_table, v.object_name, v.transaction_id) for v in version] == [

@@ -135,7 +135,6 @@ def _column(definition: exp.ColumnDef, text: str) -> tuple[ColumnDefinition, str
     oracle_type = _oracle_type(definition.args.get("kind"), name, text)
     nullable = True
     default: str | None = None
-    default_text: str | None = None
     for constraint in definition.args.get("constraints") or []:
         kind = constraint.args.get("kind")
         if isinstance(kind, exp.NotNullColumnConstraint):
@@ -144,8 +143,9 @@ def _column(definition: exp.ColumnDef, text: str) -> tuple[ColumnDefinition, str
             nullable = False
         elif isinstance(kind, exp.DefaultColumnConstraint):
             default = _default_value(kind.this, name, text)
-            default_text = kind.this.sql(dialect="oracle")
-    return ColumnDefinition(name, oracle_type, nullable, default_text), default
+    # The definition's default is an LCR value (table-definition schema), as the literal's value
+    # is: 'OPEN' gives OPEN, not the SQL text with its quotes.
+    return ColumnDefinition(name, oracle_type, nullable, default), default
 
 
 def _column_defs(inner: str, text: str) -> list[exp.ColumnDef]:
@@ -217,6 +217,7 @@ def parse_ddl(text: str, default_owner: str | None) -> DdlStatement:
                         "type": str(c.oracle_type),
                         # A primary key column is NOT NULL whichever way the key is declared.
                         "nullable": c.nullable and c.name not in primary,
+                        **({"default": c.default} if c.default is not None else {}),
                     }
                     for c in columns
                 ],
