@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from lakeapply.silver import dictionary
-from lakeapply.silver.ddl import is_dropped_json
+from lakeapply.silver.ddl import is_dropped_json, parse_ddl
 from lakeapply.silver.engine import SimulatedApplyCrash, apply_cycle
 from lakeapply.silver.settings import ApplyRule
 from lakeapply.testing import LakeapplyHarness, apply_settings, table_definition
@@ -200,3 +200,17 @@ def test_a_crash_after_a_create_table_then_a_rerun_creates_it_once_and_applies_w
     assert [int(r.ID) for r in lakeapply.silver(LOAN).collect()] == [7]
     assert lakeapply._apply_table(dictionary.TABLE_VERSIONS).count() == 1
     assert lakeapply.transactions().count() == 2
+
+
+def test_create_table_reads_an_out_of_line_primary_key_and_literal_defaults() -> None:
+    created = parse_ddl(CREATE_LOAN, "HR").created
+    assert created is not None
+    assert created.qualified_name == "BANK.LOAN"
+    assert created.primary_key == ("ID",)
+    assert not created.column("ID").nullable  # a primary key column is NOT NULL
+    assert created.column("STATUS").default == "OPEN"
+
+
+def test_a_default_literal_is_kept_as_its_value_not_as_its_sql_text() -> None:
+    statement = parse_ddl("ALTER TABLE BANK.ACCOUNT ADD (NOTE VARCHAR2(9) DEFAULT 'it''s')", "BANK")
+    assert statement.added[0].column.default == "it's"
