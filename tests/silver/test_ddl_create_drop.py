@@ -10,7 +10,7 @@ from pyspark.sql import SparkSession
 
 from lakeapply.silver import dictionary
 from lakeapply.silver.ddl import is_dropped_json, parse_ddl
-from lakeapply.silver.engine import SimulatedApplyCrash, apply_cycle
+from lakeapply.silver.engine import DROP_RECORDED_CRASH_POINT, SimulatedApplyCrash, apply_cycle
 from lakeapply.silver.settings import ApplyRule
 from lakeapply.testing import LakeapplyHarness, apply_settings, table_definition
 
@@ -159,7 +159,7 @@ def test_a_dropped_table_is_gone_and_a_later_insert_into_it_is_ora_00942(
     ]
 
 
-@pytest.mark.parametrize("crash_after", ["ddl_recorded", "merges"])
+@pytest.mark.parametrize("crash_after", [DROP_RECORDED_CRASH_POINT, "merges"])
 def test_a_crash_during_a_drop_table_then_a_rerun_drops_it_once(
     spark: SparkSession, lakeapply: LakeapplyHarness, crash_after: str
 ) -> None:

@@ -84,6 +84,7 @@ STAGE_INPUT_COLUMNS = (
 )
 CRASH_POINTS = ("plan", "first_merge", "merges", "error_queue", "spill", "progress")
 ABORT_STATUS_CRASH_POINT = "abort_status"  # only reached by a cycle that aborts the apply
+DROP_RECORDED_CRASH_POINT = "ddl_recorded"  # only reached by a DROP TABLE's cycle
 Progress = Callable[[str], None]
 SPILL_KEY = "__spill__"
 EXECUTE_KEY = "__execute_error__:"
@@ -2519,7 +2520,7 @@ def _create_or_drop_table(cycle: _Cycle, change: _DdlChange, lcr: Any) -> bool:
         f"{cycle.app}:table_versions:drop:{table.silver_table}",
         cycle.plan.cycle_id,
     )
-    cycle.crash_point("ddl_recorded", "after recording the DROP TABLE, before the drop")
+    cycle.crash_point(DROP_RECORDED_CRASH_POINT, "after recording the DROP TABLE, before the drop")
     cycle.spark.sql(f"DROP TABLE IF EXISTS {qualified}")
     return True
 
