@@ -43,6 +43,7 @@ def _exists(lakeapply: LakeapplyHarness, silver: str) -> bool:
     return bool(lakeapply.spark.catalog.tableExists(lakeapply.catalog.silver_table(silver)))
 
 
+@pytest.mark.slow  # ~70-110 s measured on 2 loaded cores (the crash test below creates too)
 def test_a_created_table_takes_the_inserts_and_updates_that_follow_with_its_key_and_defaults(
     spark: SparkSession, lakeapply: LakeapplyHarness
 ) -> None:
