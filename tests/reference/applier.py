@@ -60,7 +60,10 @@ D8  Conversions (``convert_value``): NUMBER text may have blanks around it and a
 D9  ``initial_rows``: a missing column is NULL (a copy, not an insert: no default); a duplicate
     key or an unknown column or silver table is a ValueError.
 D10 DDL LCRs obey the tag rule and the rule sets only (no table rule, no instantiation SCN) and are recorded in
-    ``ddl`` when their transaction is applied; they never change the tables here.
+    ``ddl`` when their transaction is applied. Only ``TRUNCATE TABLE`` of a destination table
+    (named by the LCR's ``object_owner`` / ``object_name``) changes a table here: every row of
+    its silver table goes. A TRUNCATE of a table the apply has no destination for changes
+    nothing, like the NO_CHANGE_DDL kinds (D3).
 D11 LOB pieces (rule 12: LOB WRITE, LOB TRIM, LOB ERASE) read ``new_values`` only: the key
     columns (which row) and exactly one other column, the LOB (which column; for WRITE its value
     is the piece, for TRIM and ERASE it is not read). ``lob_offset`` is 1-based, in characters
@@ -616,7 +619,21 @@ def _dependent_walk(
 def _is_barrier(settings: ApplyProcess, transaction: _Transaction) -> bool:
     """Rule 9: a DDL transaction that is not ignored (D3)."""
     ddl = [lcr for lcr in transaction.lcrs_passing(settings) if _is_ddl(lcr)]
-    return any(lcr["command_type"] not in NO_CHANGE_DDL for lcr in ddl)
+    return any(_ddl_changes(settings, transaction.source_database, lcr) for lcr in ddl)
+
+
+def _truncated(settings: ApplyProcess, database: str, lcr: dict[str, Any]) -> Destination | None:
+    """D10: the destination a TRUNCATE TABLE empties (None: not a TRUNCATE, or no destination)."""
+    if lcr["command_type"] != "TRUNCATE TABLE":
+        return None
+    return settings.destination(database, lcr["object_owner"], lcr["object_name"])
+
+
+def _ddl_changes(settings: ApplyProcess, database: str, lcr: dict[str, Any]) -> bool:
+    """D3, D10: whether a DDL LCR changes a column or a row (else the DDL is ignored)."""
+    if lcr["command_type"] == "TRUNCATE TABLE":
+        return _truncated(settings, database, lcr) is not None
+    return lcr["command_type"] not in NO_CHANGE_DDL
 
 
 def _touches(settings: ApplyProcess, transaction: _Transaction) -> set[tuple[str, Key]]:
@@ -746,7 +763,13 @@ def _apply_transaction(
                 message_count=len(messages),
                 lcrs=tuple(messages),
             )
-    ignored = bool(ddl) and not messages and all(d["command_type"] in NO_CHANGE_DDL for d in ddl)
+    for lcr in ddl:
+        truncated = _truncated(settings, database, lcr)
+        if truncated is not None:
+            staged[truncated.silver_table] = {}
+    ignored = (
+        bool(ddl) and not messages and not any(_ddl_changes(settings, database, d) for d in ddl)
+    )
     return _Applied(
         staged, discarded=discarded > 0 and applied == 0 and not ddl, ddl=ddl, ignored=ignored
     )

@@ -1379,6 +1379,36 @@ def test_dependent_abort_walks_only_what_arrived_up_to_the_aborting_commits_batc
     assert result.oldest_scn == {DB: 105}
 
 
+def test_truncate_table_empties_the_destination_between_the_inserts_around_it() -> None:
+    def truncate(txid: str, scn: int, name: str) -> dict[str, Any]:
+        return {
+            "source_database_name": DB,
+            "command_type": "TRUNCATE TABLE",
+            "transaction_id": txid,
+            "scn": scn,
+            "commit_scn": scn,
+            "object_owner": "APP",
+            "object_name": name,
+            "object_type": "TABLE",
+            "ddl_text": f"TRUNCATE TABLE APP.{name}",
+        }
+
+    result = reference_apply(
+        apply_settings(),
+        [
+            insert("1.1.1", 100, ALICE),
+            commit("1.1.1", 101),
+            truncate("2.2.2", 102, "ACCOUNT"),
+            truncate("3.3.3", 103, "NOSUCH"),  # no destination: changes nothing
+            insert("4.4.4", 104, {**ALICE, "ID": 2}),
+            commit("4.4.4", 105),
+        ],
+    )
+    assert list(accounts(result)) == [(2,)]
+    assert result.outcomes[(DB, "2.2.2")] == (102, "APPLIED")
+    assert result.outcomes[(DB, "3.3.3")] == (103, "IGNORED")
+
+
 def test_dependent_abort_holds_a_ddl_barrier_and_everything_after_it() -> None:
     alter = {
         "source_database_name": DB,

@@ -577,11 +577,14 @@ def workloads(
     disable_on_error: bool | None = None,
     typed: bool = True,
     subset_rules: bool = False,
+    truncates: bool = False,
 ) -> Workload:
     """One differential-test workload. ``disable_on_error`` fixes that parameter (None: drawn);
     ``typed`` adds columns of every contract type to the tables, a few per table;
-    ``subset_rules`` makes the positive rule set a subset rule per source (off by default, so
-    the other callers' derandomized draws do not move)."""
+    ``subset_rules`` makes the positive rule set a subset rule per source; ``truncates`` makes
+    half of the DDL transactions of the apply's sources a ``TRUNCATE TABLE`` (rule 10, applied)
+    instead of a ``COMMENT`` (ignored). Both off by default, so the other callers' derandomized
+    draws do not move."""
     sources = SOURCES[: draw(st.integers(1, 2))]
     specs = [
         _table_spec(draw, f"T{index}", typed) for index in range(1, draw(st.integers(1, 3)) + 1)
@@ -613,7 +616,21 @@ def workloads(
         outcome = draw(st.sampled_from(["commit"] * 7 + ["rollback", "open", "ddl"]))
         working = copy.deepcopy(state)
         writer = _TransactionWriter(draw, database, transaction_id, specs, working)
-        if outcome == "ddl":
+        if outcome == "ddl" and truncates and database in sources and draw(st.booleans()):
+            spec = draw(st.sampled_from(specs))
+            writer.lcrs.append(
+                {
+                    "source_database_name": database,
+                    "command_type": "TRUNCATE TABLE",
+                    "transaction_id": transaction_id,
+                    "object_owner": OWNER,
+                    "object_name": spec.name,
+                    "object_type": "TABLE",
+                    "ddl_text": f"TRUNCATE TABLE {OWNER}.{spec.name}",
+                }
+            )
+            working[(database, spec.name)] = {}  # the source table is empty after it
+        elif outcome == "ddl":
             writer.lcrs.append(
                 {
                     "source_database_name": database,

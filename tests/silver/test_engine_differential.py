@@ -170,6 +170,19 @@ def test_engine_matches_the_reference_when_a_dependent_abort_applies_independent
     compare(expected, actual[0], batches)
 
 
+@pytest.mark.slow  # each TRUNCATE is a DDL barrier: a cycle of its own
+def test_engine_matches_the_reference_on_workloads_that_truncate_tables(
+    spark: SparkSession, catalog: Catalog, tmp_path: Path
+) -> None:
+    # Seed 4: the third workload draws 2 TRUNCATE TABLE transactions, the fifth 3.
+    batch = drawn(6, workloads(disable_on_error=False, truncates=True), seeded=4)
+    truncating = [
+        w for w in batch if any(lcr["command_type"] == "TRUNCATE TABLE" for lcr in w.lcrs)
+    ]
+    assert len(truncating) == 2
+    run_and_compare(spark, catalog, tmp_path, sharing_one_apply(truncating), batches=1)
+
+
 @pytest.mark.slow  # three workloads end to end per seed
 @pytest.mark.parametrize("seeded", [13, 27])  # seeds whose workloads migrate rows both ways
 def test_engine_matches_the_reference_with_subset_rules(

@@ -11,6 +11,7 @@ queue; what changes no column and no row is ignored.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -32,6 +33,8 @@ INVALID_IDENTIFIER = 904  # ORA-00904: invalid identifier (unknown column)
 DUPLICATE_COLUMN = 957  # ORA-00957: duplicate column name
 UNIMPLEMENTED = 3001  # ORA-03001: unimplemented feature
 TABLE_NOT_FOUND = 942  # ORA-00942: table or view does not exist
+NAME_IN_USE = 955  # ORA-00955: name is already used by an existing object
+NO_INSTANTIATION_SCN = 26687  # ORA-26687: no instantiation SCN provided for the object
 COLUMN_EXISTS = 1430  # ORA-01430: column being added already exists in table
 CANNOT_CHANGE_TYPE = 1439  # ORA-01439: column to be modified must be empty to change datatype
 CANNOT_DECREASE = 1441  # ORA-01441: cannot decrease column length
@@ -41,6 +44,8 @@ DDL_ERROR_NUMBERS = (
     INVALID_IDENTIFIER,
     DUPLICATE_COLUMN,
     TABLE_NOT_FOUND,
+    NAME_IN_USE,
+    NO_INSTANTIATION_SCN,
     COLUMN_EXISTS,
     CANNOT_CHANGE_TYPE,
     CANNOT_DECREASE,
@@ -130,7 +135,6 @@ def _column(definition: exp.ColumnDef, text: str) -> tuple[ColumnDefinition, str
     oracle_type = _oracle_type(definition.args.get("kind"), name, text)
     nullable = True
     default: str | None = None
-    default_text: str | None = None
     for constraint in definition.args.get("constraints") or []:
         kind = constraint.args.get("kind")
         if isinstance(kind, exp.NotNullColumnConstraint):
@@ -139,8 +143,9 @@ def _column(definition: exp.ColumnDef, text: str) -> tuple[ColumnDefinition, str
             nullable = False
         elif isinstance(kind, exp.DefaultColumnConstraint):
             default = _default_value(kind.this, name, text)
-            default_text = kind.this.sql(dialect="oracle")
-    return ColumnDefinition(name, oracle_type, nullable, default_text), default
+    # The definition's default is an LCR value (table-definition schema), as the literal's value
+    # is: 'OPEN' gives OPEN, not the SQL text with its quotes.
+    return ColumnDefinition(name, oracle_type, nullable, default), default
 
 
 def _column_defs(inner: str, text: str) -> list[exp.ColumnDef]:
@@ -202,11 +207,18 @@ def parse_ddl(text: str, default_owner: str | None) -> DdlStatement:
                     for k in c.args.get("constraints") or []
                 )
             ]
+            primary += _table_primary_key(schema)
             document = {
                 "owner": owner,
                 "name": table,
                 "columns": [
-                    {"name": c.name, "type": str(c.oracle_type), "nullable": c.nullable}
+                    {
+                        "name": c.name,
+                        "type": str(c.oracle_type),
+                        # A primary key column is NOT NULL whichever way the key is declared.
+                        "nullable": c.nullable and c.name not in primary,
+                        **({"default": c.default} if c.default is not None else {}),
+                    }
                     for c in columns
                 ],
                 **({"primary_key": primary} if primary else {}),
@@ -230,6 +242,16 @@ def parse_ddl(text: str, default_owner: str | None) -> DdlStatement:
     if isinstance(parsed, exp.Alter):
         return _alter(parsed, text, default_owner)
     raise DdlError(UNIMPLEMENTED, f"this statement is not applied: {text}")
+
+
+def _table_primary_key(schema: exp.Schema) -> list[str]:
+    """The columns of an out-of-line ``[CONSTRAINT name] PRIMARY KEY (...)``."""
+    for item in schema.expressions:
+        inner = item.expressions if isinstance(item, exp.Constraint) else [item]
+        for constraint in inner:
+            if isinstance(constraint, exp.PrimaryKey):
+                return [_name(column) for column in constraint.expressions]
+    return []
 
 
 def _alter(parsed: exp.Alter, text: str, default_owner: str | None) -> DdlStatement:  # noqa: PLR0912
@@ -397,7 +419,19 @@ def new_definition(  # noqa: PLR0912 (one branch per DDL kind)
     return definition
 
 
-def definition_json(definition: TableDefinition) -> str:
+def created_silver_table(source_database: str, owner: str, name: str) -> str:
+    """The silver table a CREATE TABLE makes: the name lakeapply.yml's examples and the testing
+    harness give a declared table (``source_owner_name``, lower case, other characters ``_``)."""
+    return re.sub(r"[^a-z0-9_]", "_", f"{source_database}_{owner}_{name}".lower())
+
+
+# A DROP TABLE's row in ``table_versions``: the table's last definition with this key set, so
+# later row LCRs for it still resolve to a table (and get ORA-00942) and a later CREATE TABLE
+# of the same name may replace it.
+DROPPED_KEY = "dropped"
+
+
+def definition_json(definition: TableDefinition, dropped: bool = False) -> str:
     """The definition as a table-definition document (schemas/table-definition.schema.json)."""
     document: dict[str, Any] = {
         "owner": definition.owner,
@@ -418,8 +452,17 @@ def definition_json(definition: TableDefinition) -> str:
         document["unique_keys"] = [
             {"name": k.name, "columns": list(k.columns)} for k in definition.unique_keys
         ]
+    if dropped:
+        document[DROPPED_KEY] = True
     return json.dumps(document, sort_keys=True)
 
 
 def definition_from_json(text: str) -> TableDefinition:
-    return table_definition_from_dict(json.loads(text), "table_versions")
+    document = json.loads(text)
+    document.pop(DROPPED_KEY, None)
+    return table_definition_from_dict(document, "table_versions")
+
+
+def is_dropped_json(text: str) -> bool:
+    """True for the ``table_versions`` row of a DROP TABLE."""
+    return bool(json.loads(text).get(DROPPED_KEY, False))

@@ -175,7 +175,9 @@ TRANSACTIONS_SCHEMA = _schema(
     ("applied_at", TS, False),
 )
 # A version of a destination table's definition, from a DDL transaction (rule 10): the engine
-# applies each cycle with the latest version an earlier cycle recorded (DDL is a barrier).
+# applies each cycle with the latest version an earlier cycle recorded (DDL is a barrier). A
+# CREATE TABLE adds a table's first row; a DROP TABLE's row has ``"dropped": true`` in its
+# document (silver/ddl.py, DROPPED_KEY).
 TABLE_VERSIONS = "table_versions"
 TABLE_VERSIONS_SCHEMA = _schema(
     ("apply_name", S, False),

@@ -43,17 +43,23 @@ from lakeapply.runtime.catalog import (
     Catalog,
     TableToCreate,
     ensure_database,
+    ensure_delta_table,
     ensure_delta_tables,
 )
 from lakeapply.runtime.retry import retry_on_concurrent_modification
 from lakeapply.silver import dictionary
 from lakeapply.silver.components import STATIC_GROUP, key_components, transaction_components
 from lakeapply.silver.ddl import (
+    NAME_IN_USE,
+    NO_INSTANTIATION_SCN,
+    TABLE_NOT_FOUND,
     UNIMPLEMENTED,
     DdlError,
     DdlStatement,
+    created_silver_table,
     definition_from_json,
     definition_json,
+    is_dropped_json,
     new_definition,
     parse_ddl,
 )
@@ -84,6 +90,7 @@ STAGE_INPUT_COLUMNS = (
 )
 CRASH_POINTS = ("plan", "first_merge", "merges", "error_queue", "spill", "progress")
 ABORT_STATUS_CRASH_POINT = "abort_status"  # only reached by a cycle that aborts the apply
+DROP_RECORDED_CRASH_POINT = "ddl_recorded"  # only reached by a DROP TABLE's cycle
 Progress = Callable[[str], None]
 SPILL_KEY = "__spill__"
 EXECUTE_KEY = "__execute_error__:"
@@ -132,7 +139,9 @@ def ensure_apply_tables(spark: SparkSession, catalog: Catalog) -> None:
 def ensure_destination_tables(
     spark: SparkSession, catalog: Catalog, settings: ApplySettings
 ) -> None:
-    """Create every destination table from its definition (instantiation without a copy)."""
+    """Create every destination table from its definition (instantiation without a copy).
+    A table a DROP TABLE DDL dropped stays dropped: a recorded drop counts even when its cycle
+    has not committed yet (that cycle, resumed, finishes the drop)."""
     ensure_database(spark, catalog.database(catalog.silver))
     ensure_delta_tables(
         spark,
@@ -142,7 +151,8 @@ def ensure_destination_tables(
                 table.definition.spark_schema(),
                 keep_not_null=True,
             )
-            for table in settings.tables
+            for table in _latest_settings(spark, catalog, settings).tables
+            if not table.dropped  # a dropped table is never created again from lakeapply.yml
         ],
     )
 
@@ -353,7 +363,8 @@ def _cycle_state(
 def _destination_versions(
     spark: SparkSession, catalog: Catalog, settings: ApplySettings
 ) -> dict[str, int]:
-    silver_tables = sorted({table.silver_table for table in settings.tables})
+    tables = _latest_settings(spark, catalog, settings).tables
+    silver_tables = sorted({table.silver_table for table in tables if not table.dropped})
     # Metadata reads only (driver side), one per table: concurrent, so 50 tables cost ~ one.
     with ThreadPoolExecutor(max_workers=8) as pool:
         return dict(
@@ -2076,21 +2087,48 @@ def versioned_settings(
             ),
         )
         .where(F.col("rank") == 1)
-        .select("silver_table", "definition_json")
+        .select("silver_table", "source_database", "definition_json")
         .collect()  # one row per table a DDL changed
     )
     if not latest:
         return settings
-    definitions = {row.silver_table: definition_from_json(row.definition_json) for row in latest}
-    return replace(
-        settings,
-        tables=tuple(
-            replace(table, definition=definitions[table.silver_table])
-            if table.silver_table in definitions
-            else table
-            for table in settings.tables
-        ),
-    )
+    versions = {
+        row.silver_table: (
+            row.source_database,
+            definition_from_json(row.definition_json),
+            is_dropped_json(row.definition_json),
+        )
+        for row in latest
+    }
+    tables = [
+        replace(
+            table,
+            definition=versions[table.silver_table][1],
+            dropped=versions[table.silver_table][2],
+        )
+        if table.silver_table in versions
+        else table
+        for table in settings.tables
+    ]
+    declared = {table.silver_table for table in settings.tables}
+    # Tables a CREATE TABLE made (rule 10): no table-level settings, so the schema or global
+    # instantiation SCN applies, and the definition's key (primary key, else the fallback).
+    tables += [
+        DestinationTable(database, definition, silver, dropped=dropped)
+        for silver, (database, definition, dropped) in sorted(versions.items())
+        if silver not in declared
+    ]
+    return replace(settings, tables=tuple(tables))
+
+
+def _latest_settings(
+    spark: SparkSession, catalog: Catalog, settings: ApplySettings
+) -> ApplySettings:
+    """``settings`` after every DDL recorded so far, committed cycle or not (before the
+    dictionary exists: as declared)."""
+    if not spark.catalog.tableExists(catalog.apply_table(dictionary.TABLE_VERSIONS)):
+        return settings
+    return versioned_settings(spark, catalog, settings, 2**62)
 
 
 _ORDER = ("commit_scn", "source_database_name", "transaction_id")
@@ -2201,25 +2239,78 @@ def _ddl_change(settings: ApplySettings, lcr: Any) -> _DdlChange | str:
         return statement.reason
     owner = statement.owner or lcr.base_table_owner or lcr.object_owner
     name = statement.table or lcr.base_table_name or lcr.object_name
-    table = settings.table_for(str(lcr.source_database_name), str(owner), str(name))
-    if table is None:
-        if statement.kind == "CREATE TABLE":
-            raise DdlError(
-                UNIMPLEMENTED,
-                f"CREATE TABLE {owner}.{name} is not applied by lakeapply: declare the table "
-                "in lakeapply.yml (its definition and instantiation SCN)",
-            )
+    database = str(lcr.source_database_name)
+    table = settings.table_for(database, str(owner), str(name))
+    if statement.kind == "CREATE TABLE":
+        return _create_table_change(settings, lcr, statement, table, database)
+    # Without a positive rule set, the declared tables are the apply's only table rules.
+    routed = settings.positive_rules is not None
+    if table is None and not (routed and statement.kind == "DROP TABLE"):
         return f"{owner}.{name} is not a destination table of apply {settings.apply_name}"
-    if statement.kind in ("CREATE TABLE", "DROP TABLE"):
+    if table is None or table.dropped:
         raise DdlError(
-            UNIMPLEMENTED,
-            f"{statement.kind} {owner}.{name} is not applied by lakeapply "
-            f"(destination {table.silver_table} is declared in lakeapply.yml)",
+            TABLE_NOT_FOUND,
+            f'table or view does not exist: "{owner}"."{name}" from {database} has no '
+            f"destination table in apply {settings.apply_name}"
+            + (" (dropped by an earlier DROP TABLE)" if table is not None else ""),
         )
+    if statement.kind == "DROP TABLE":
+        return _DdlChange(table, statement, None)
     if statement.kind == "TRUNCATE":
         return _DdlChange(table, statement, None)
     definition = new_definition(table.definition, statement, table.effective_key)
     return _DdlChange(table, statement, definition)
+
+
+def _create_table_change(
+    settings: ApplySettings,
+    lcr: Any,
+    statement: DdlStatement,
+    table: DestinationTable | None,
+    database: str,
+) -> _DdlChange | str:
+    """CREATE TABLE (rule 10): a new destination table when the apply's rules route it (the
+    DDL LCR passed them; without a positive rule set only declared tables are routed) and an
+    instantiation SCN covers it (schema or global level for a new table), as Oracle's apply
+    does. Committed at or below that SCN: already in the instantiation, discarded (rule 3)."""
+    created = statement.created
+    assert created is not None
+    owner, name = created.owner, created.name
+    if table is not None and not table.dropped:
+        raise DdlError(
+            NAME_IN_USE,
+            f'name is already used by an existing object: "{owner}"."{name}" from {database} '
+            f"is destination table {table.silver_table} of apply {settings.apply_name}",
+        )
+    if table is None and settings.positive_rules is None:
+        return (
+            f"CREATE TABLE {owner}.{name}: not routed (apply {settings.apply_name} has no "
+            "positive rule set; only its declared tables are applied)"
+        )
+    scn = settings.instantiation_scn_for(database, owner, name)
+    if scn is None:
+        raise DdlError(
+            NO_INSTANTIATION_SCN,
+            f'no instantiation SCN provided for "{owner}"."{name}" in source database '
+            f'"{database}" (set a schema or global instantiation SCN for a table created by DDL)',
+        )
+    if int(lcr.commit_scn) <= scn:
+        return (
+            f"CREATE TABLE {owner}.{name}: commit SCN {lcr.commit_scn} <= instantiation SCN {scn}"
+        )
+    silver = (
+        table.silver_table if table is not None else created_silver_table(database, owner, name)
+    )
+    used = next((t for t in settings.tables if t.silver_table == silver and t is not table), None)
+    if used is not None and not used.dropped:
+        raise DdlError(
+            NAME_IN_USE,
+            f'name is already used by an existing object: silver table {silver} (for "{owner}".'
+            f'"{name}") is the destination of {used.definition.qualified_name}',
+        )
+    if table is None:
+        table = DestinationTable(database, created, silver)
+    return _DdlChange(table, statement, created)
 
 
 def _ddl_steps(change: _DdlChange, current: T.StructType, properties: dict[str, str]) -> list[str]:
@@ -2324,6 +2415,23 @@ def _apply_ddl_transaction(
                 continue
             silver = change.table.silver_table
             qualified = catalog.silver_table(silver)
+            if change.statement.kind in ("CREATE TABLE", "DROP TABLE"):
+                dropped = _create_or_drop_table(cycle, change, lcr)
+                if dropped:
+                    versions_after.pop(silver, None)
+                else:
+                    versions_after[silver] = _latest_version(spark, qualified)
+                    version_rows.append(_version_row(cycle, change.table, lcr, change.definition))
+                outcome = "APPLIED"
+                current_settings = _with_table(
+                    current_settings,
+                    replace(
+                        change.table,
+                        definition=change.definition or change.table.definition,
+                        dropped=dropped,
+                    ),
+                )
+                continue
             detail = DeltaTable.forName(spark, qualified).detail().collect()[0]
             steps = _ddl_steps(change, spark.table(qualified).schema, dict(detail.properties or {}))
             try:
@@ -2337,20 +2445,7 @@ def _apply_ddl_transaction(
             versions_after[silver] = _latest_version(spark, qualified)
             outcome = "APPLIED"
             if change.definition is not None:
-                version_rows.append(
-                    (
-                        cycle.apply_name,
-                        change.table.source_database,
-                        change.table.definition.owner,
-                        change.table.definition.name,
-                        silver,
-                        int(lcr.commit_scn),
-                        str(lcr.transaction_id),
-                        str(lcr.ddl_text),
-                        definition_json(change.definition),
-                        plan.cycle_id,
-                    )
-                )
+                version_rows.append(_version_row(cycle, change.table, lcr, change.definition))
                 current_settings = replace(
                     current_settings,
                     tables=tuple(
@@ -2381,6 +2476,67 @@ def _apply_ddl_transaction(
     empty = spark.createDataFrame([], FOLD_OUTPUT_SCHEMA).where(F.lit(False))
     fold = _FoldOutcome(empty, failed, None, 0, aborted, None if failed else outcome)
     return replace(inputs, messages=messages), fold, versions_after, len(version_rows)
+
+
+def _version_row(
+    cycle: _Cycle,
+    table: DestinationTable,
+    lcr: Any,
+    definition: TableDefinition | None,
+    dropped: bool = False,
+) -> tuple[Any, ...]:
+    """A ``table_versions`` row: the table's definition after the DDL LCR."""
+    return (
+        cycle.apply_name,
+        table.source_database,
+        table.definition.owner,
+        table.definition.name,
+        table.silver_table,
+        int(lcr.commit_scn),
+        str(lcr.transaction_id),
+        str(lcr.ddl_text),
+        definition_json(definition or table.definition, dropped),
+        cycle.plan.cycle_id,
+    )
+
+
+def _with_table(settings: ApplySettings, table: DestinationTable) -> ApplySettings:
+    """``settings`` with ``table`` in place of the one with its silver table, or added."""
+    tables = [t for t in settings.tables if t.silver_table != table.silver_table]
+    at = next(
+        (i for i, t in enumerate(settings.tables) if t.silver_table == table.silver_table),
+        len(tables),
+    )
+    return replace(settings, tables=(*tables[:at], table, *tables[at:]))
+
+
+def _create_or_drop_table(cycle: _Cycle, change: _DdlChange, lcr: Any) -> bool:
+    """CREATE TABLE / DROP TABLE on the destination, each safe to run again when a resumed
+    cycle repeats it (the dictionary, read as before the cycle, still says what it said).
+    A drop is recorded in ``table_versions`` before the Delta table goes: a crash between the
+    two leaves a recorded drop that no restart undoes (ensure_destination_tables skips it) and
+    the resumed cycle finishes. A create makes the Delta table first; its version row follows
+    with the cycle's others. Returns True for a drop."""
+    table = change.table
+    qualified = cycle.catalog.silver_table(table.silver_table)
+    if change.statement.kind == "CREATE TABLE":
+        assert change.definition is not None
+        ensure_delta_table(
+            cycle.spark, qualified, change.definition.spark_schema(), keep_not_null=True
+        )
+        return False
+    _append(
+        cycle.spark.createDataFrame(
+            [_version_row(cycle, table, lcr, None, dropped=True)], dictionary.TABLE_VERSIONS_SCHEMA
+        ),
+        cycle.catalog.apply_table(dictionary.TABLE_VERSIONS),
+        dictionary.TABLE_VERSIONS_SCHEMA,
+        f"{cycle.app}:table_versions:drop:{table.silver_table}",
+        cycle.plan.cycle_id,
+    )
+    cycle.crash_point(DROP_RECORDED_CRASH_POINT, "after recording the DROP TABLE, before the drop")
+    cycle.spark.sql(f"DROP TABLE IF EXISTS {qualified}")
+    return True
 
 
 def _queued_ddl_failures(inputs: _CycleInput) -> dict[tuple[str, str], Any]:

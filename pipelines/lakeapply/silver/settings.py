@@ -96,6 +96,9 @@ class DestinationTable:
     uncompared_columns: frozenset[tuple[str, str]] = frozenset()
     update_conflict_handlers: tuple[UpdateConflictHandler, ...] = ()
     transformations: tuple[ColumnTransformation, ...] = ()
+    # Dropped by a DROP TABLE DDL (rule 10): its row LCRs are errors (ORA-00942) until a
+    # CREATE TABLE makes it again. Set from the table_versions dictionary, never declared.
+    dropped: bool = False
 
     @property
     def source_object(self) -> tuple[str, str, str]:

@@ -27,6 +27,13 @@ def _stage_one(settings: ApplySettings, message: dict[str, Any]) -> tuple[Any, .
     owner, name = message["object_owner"], message["object_name"]
     table = settings.table_for(database, owner, name)
     assert table is not None  # the rules let only LCRs with a destination table through
+    if table.dropped:
+        error = (
+            942,
+            f'ORA-00942: table or view does not exist: "{owner}"."{name}" was dropped by a '
+            f"DROP TABLE applied earlier (silver table {table.silver_table})",
+        )
+        return (False, None, None, *error)
     # Rule 3: instantiation SCN, table level first, then schema and global.
     instantiation_scn = settings.instantiation_scn_for(database, owner, name)
     if instantiation_scn is None:
