@@ -278,6 +278,15 @@ def _machine() -> str:
     return f"{platform.machine()}, {cores} cores, {memory} RAM, {platform.system()}, local[2]"
 
 
+def write_results(out: Path, name: str, text: str) -> None:
+    """``text`` as ``<out>/<name>-<timestamp>.md`` and ``<out>/<name>-latest.md``, and printed."""
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = f"{datetime.now(UTC):%Y%m%dT%H%M%S}"
+    (out / f"{name}-{stamp}.md").write_text(text)
+    (out / f"{name}-latest.md").write_text(text)
+    print(text)
+
+
 def markdown(results: list[Measurement], title: str) -> str:
     floors = {(m.lcrs, m.tables): m.seconds for m in results if m.method == "floor"}
     lines = [
@@ -374,8 +383,7 @@ def main() -> None:
         rows = [int(r) for r in args.scaling_rows.split(",")]
         results = run_scaling(spark, work, args.scaling_changes, rows)
         text = markdown(results, "lakeapply apply: fixed changes into tables of growing size")
-        (args.out / f"scaling-{stamp}.md").write_text(text)
-        (args.out / "scaling-latest.md").write_text(text)
+        write_results(args.out, "scaling", text)
     else:
         auto_cdc_error: dict[str, str] = {}
         for tables in [int(t) for t in args.tables.split(",")]:

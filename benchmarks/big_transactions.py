@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from apply_bench import RESULTS, SOURCE, _machine, apply_settings
+from apply_bench import RESULTS, SOURCE, _machine, apply_settings, write_results
 from memory import peak_memory
 from pyspark.sql import SparkSession
 
@@ -274,11 +274,7 @@ def main() -> None:
     if args.cycles:
         results += long_transaction(spark, work, args.cycles)
     text = markdown(results)
-    args.out.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-    (args.out / f"big-{stamp}.md").write_text(text)
-    (args.out / "big-latest.md").write_text(text)
-    print("\n" + text)
+    write_results(args.out, "big", "\n" + text)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,13 @@ from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
-from apply_bench import LINES_PER_TRANSACTION, RESULTS, _machine, apply_settings
+from apply_bench import (
+    LINES_PER_TRANSACTION,
+    RESULTS,
+    _machine,
+    apply_settings,
+    write_results,
+)
 from pyspark.sql import SparkSession
 
 from lakeapply.bronze.ingest import ingest
@@ -205,11 +211,7 @@ def main() -> None:
         *[f"| {table} | {count} |" for table, count in sorted(last_commits.items())],
         "",
     ]
-    stamp = f"{datetime.now(UTC):%Y%m%dT%H%M%S}"
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"cycle-profile-{stamp}.md").write_text("\n".join(text))
-    (args.out / "cycle-profile-latest.md").write_text("\n".join(text))
-    print("\n".join(text))
+    write_results(args.out, "cycle-profile", "\n".join(text))
 
 
 if __name__ == "__main__":
