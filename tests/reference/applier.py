@@ -59,10 +59,11 @@ D8  Conversions (``convert_value``): NUMBER text may have blanks around it and a
     an even number of hex digits, else 01465; RAW(n) longer than n bytes is 12899.
 D9  ``initial_rows``: a missing column is NULL (a copy, not an insert: no default); a duplicate
     key or an unknown column or silver table is a ValueError.
-D10 DDL LCRs obey the tag rule and the rule sets only (no table rule, no instantiation SCN) and are recorded in
+D10 DDL LCRs obey the tag rule and the rule sets only (no table rule) and are recorded in
     ``ddl`` when their transaction is applied. Only ``TRUNCATE TABLE`` of a destination table
     (named by the LCR's ``object_owner`` / ``object_name``) changes a table here: every row of
-    its silver table goes. A TRUNCATE of a table the apply has no destination for changes
+    its silver table goes, unless the transaction committed at or below the table's
+    instantiation SCN (rule 3: discarded, so it changes nothing; no SCN set: applied). A TRUNCATE of a table the apply has no destination for changes
     nothing, like the NO_CHANGE_DDL kinds (D3).
 D11 LOB pieces (rule 12: LOB WRITE, LOB TRIM, LOB ERASE) read ``new_values`` only: the key
     columns (which row) and exactly one other column, the LOB (which column; for WRITE its value
@@ -619,20 +620,28 @@ def _dependent_walk(
 def _is_barrier(settings: ApplyProcess, transaction: _Transaction) -> bool:
     """Rule 9: a DDL transaction that is not ignored (D3)."""
     ddl = [lcr for lcr in transaction.lcrs_passing(settings) if _is_ddl(lcr)]
-    return any(_ddl_changes(settings, transaction.source_database, lcr) for lcr in ddl)
+    return any(_ddl_changes(settings, transaction, lcr) for lcr in ddl)
 
 
-def _truncated(settings: ApplyProcess, database: str, lcr: dict[str, Any]) -> Destination | None:
-    """D10: the destination a TRUNCATE TABLE empties (None: not a TRUNCATE, or no destination)."""
+def _truncated(
+    settings: ApplyProcess, transaction: _Transaction, lcr: dict[str, Any]
+) -> Destination | None:
+    """D10: the destination a TRUNCATE TABLE empties (None: not a TRUNCATE, no destination, or
+    committed at or below the table's instantiation SCN)."""
     if lcr["command_type"] != "TRUNCATE TABLE":
         return None
-    return settings.destination(database, lcr["object_owner"], lcr["object_name"])
+    database, owner, name = transaction.source_database, lcr["object_owner"], lcr["object_name"]
+    instantiation_scn = settings.instantiation_scn(database, owner, name)
+    assert transaction.commit_scn is not None
+    if instantiation_scn is not None and transaction.commit_scn <= instantiation_scn:
+        return None  # rule 3: discarded like any LCR of the table at or below it
+    return settings.destination(database, owner, name)
 
 
-def _ddl_changes(settings: ApplyProcess, database: str, lcr: dict[str, Any]) -> bool:
+def _ddl_changes(settings: ApplyProcess, transaction: _Transaction, lcr: dict[str, Any]) -> bool:
     """D3, D10: whether a DDL LCR changes a column or a row (else the DDL is ignored)."""
     if lcr["command_type"] == "TRUNCATE TABLE":
-        return _truncated(settings, database, lcr) is not None
+        return _truncated(settings, transaction, lcr) is not None
     return lcr["command_type"] not in NO_CHANGE_DDL
 
 
@@ -764,11 +773,11 @@ def _apply_transaction(
                 lcrs=tuple(messages),
             )
     for lcr in ddl:
-        truncated = _truncated(settings, database, lcr)
+        truncated = _truncated(settings, transaction, lcr)
         if truncated is not None:
             staged[truncated.silver_table] = {}
     ignored = (
-        bool(ddl) and not messages and not any(_ddl_changes(settings, database, d) for d in ddl)
+        bool(ddl) and not messages and not any(_ddl_changes(settings, transaction, d) for d in ddl)
     )
     return _Applied(
         staged, discarded=discarded > 0 and applied == 0 and not ddl, ddl=ddl, ignored=ignored

@@ -1379,20 +1379,22 @@ def test_dependent_abort_walks_only_what_arrived_up_to_the_aborting_commits_batc
     assert result.oldest_scn == {DB: 105}
 
 
-def test_truncate_table_empties_the_destination_between_the_inserts_around_it() -> None:
-    def truncate(txid: str, scn: int, name: str) -> dict[str, Any]:
-        return {
-            "source_database_name": DB,
-            "command_type": "TRUNCATE TABLE",
-            "transaction_id": txid,
-            "scn": scn,
-            "commit_scn": scn,
-            "object_owner": "APP",
-            "object_name": name,
-            "object_type": "TABLE",
-            "ddl_text": f"TRUNCATE TABLE APP.{name}",
-        }
+def truncate(txid: str, scn: int, name: str) -> dict[str, Any]:
+    """A DDL-only transaction (committed at ``scn`` without a COMMIT) truncating APP.name."""
+    return {
+        "source_database_name": DB,
+        "command_type": "TRUNCATE TABLE",
+        "transaction_id": txid,
+        "scn": scn,
+        "commit_scn": scn,
+        "object_owner": "APP",
+        "object_name": name,
+        "object_type": "TABLE",
+        "ddl_text": f"TRUNCATE TABLE APP.{name}",
+    }
 
+
+def test_truncate_table_empties_the_destination_between_the_inserts_around_it() -> None:
     result = reference_apply(
         apply_settings(),
         [
@@ -1407,6 +1409,19 @@ def test_truncate_table_empties_the_destination_between_the_inserts_around_it() 
     assert list(accounts(result)) == [(2,)]
     assert result.outcomes[(DB, "2.2.2")] == (102, "APPLIED")
     assert result.outcomes[(DB, "3.3.3")] == (103, "IGNORED")
+
+
+def test_a_truncate_committed_at_or_below_the_instantiation_scn_is_discarded() -> None:
+    result = reference_apply(
+        apply_settings(destination(instantiation_scn=102)),
+        [
+            insert("1.1.1", 103, ALICE),
+            commit("1.1.1", 104),
+            truncate("2.2.2", 102, "ACCOUNT"),  # in the instantiated copy already (rule 3)
+        ],
+    )
+    assert list(accounts(result)) == [(1,)]
+    assert result.outcomes[(DB, "2.2.2")] == (102, "IGNORED")
 
 
 def test_dependent_abort_holds_a_ddl_barrier_and_everything_after_it() -> None:

@@ -16,12 +16,35 @@ from lakeapply.errors import InvalidIdentifierError
 from lakeapply.runtime.catalog import (
     Catalog,
     TableLocationError,
+    TableToCreate,
     ensure_database,
     ensure_delta_table,
+    ensure_delta_tables,
     remove_interrupted_creation,
 )
 
 ORACLE_QUOTED_NAMES = ["FIRST NAME", "A;B", "F(X)", "K=V", "A,B", "TAB\tX", "名前", "it's"]
+
+
+def test_tables_created_side_by_side_include_one_named_twice_created_once(
+    spark: SparkSession, catalog: Catalog
+) -> None:
+    ensure_database(spark, catalog.silver)
+    first = T.StructType([T.StructField("ID", T.LongType(), False)])
+    second = T.StructType([T.StructField("OTHER", T.StringType())])
+    shared = catalog.silver_table("shared")
+
+    ensure_delta_tables(
+        spark,
+        [
+            TableToCreate(shared, first, keep_not_null=True),
+            TableToCreate(catalog.silver_table("alone"), second),
+            TableToCreate(shared.upper(), second),  # several sources into one silver table
+        ],
+    )
+
+    assert spark.table(shared).schema == first
+    assert spark.table(catalog.silver_table("alone")).schema == second
 
 
 def test_a_table_with_names_oracle_allows_quoted_is_created_and_written(

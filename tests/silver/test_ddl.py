@@ -10,7 +10,7 @@ from pyspark.sql import SparkSession
 from lakeapply.silver import dictionary
 from lakeapply.silver.ddl import DdlError, parse_ddl
 from lakeapply.silver.engine import SimulatedApplyCrash, apply_cycle
-from lakeapply.testing import LakeapplyHarness, apply_settings, table_definition
+from lakeapply.testing import LakeapplyHarness, apply_settings, destination, table_definition
 
 ACCOUNT = table_definition(
     "BANK.ACCOUNT", {"ID": "NUMBER(6)", "BALANCE": "NUMBER(6,2)"}, primary_key=["ID"]
@@ -102,6 +102,26 @@ def test_truncate_table_empties_the_destination_between_the_inserts_around_it(
     )
 
     assert _rows(lakeapply) == [(30, 1)]
+    assert lakeapply.error_queue().count() == 0
+
+
+def test_a_ddl_committed_at_or_below_the_instantiation_scn_is_discarded_like_a_row_lcr(
+    spark: SparkSession, lakeapply: LakeapplyHarness
+) -> None:
+    lakeapply.configure(apply_settings(destination(ACCOUNT, instantiation_scn=200)))
+    lakeapply.run(
+        lakeapply.txn(scn=150, transaction_id="5.1.1")
+        .ddl("BANK.ACCOUNT", "ALTER TABLE BANK.ACCOUNT ADD (STATUS VARCHAR2(10))")
+        .commit(scn=160),
+        lakeapply.txn(scn=300, transaction_id="5.1.2")
+        .insert("BANK.ACCOUNT", ID=1, BALANCE=2)
+        .commit(),
+    )
+
+    # The copy instantiated at SCN 200 already has what committed at 160 (rule 3).
+    assert _outcomes(lakeapply) == [("5.1.1", "IGNORED"), ("5.1.2", "APPLIED")]
+    assert _rows(lakeapply) == [(2, 1)]
+    assert lakeapply._apply_table(dictionary.TABLE_VERSIONS).count() == 0
     assert lakeapply.error_queue().count() == 0
 
 

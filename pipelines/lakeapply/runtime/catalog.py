@@ -183,7 +183,12 @@ class TableToCreate:
 
 def ensure_delta_tables(spark: SparkSession, tables: Iterable[TableToCreate]) -> None:
     """:func:`ensure_delta_table` for each of ``tables``, several at a time (a first run
-    creates a score of tables; one after the other that was most of a small run's time)."""
+    creates a score of tables; one after the other that was most of a small run's time).
+    A name given twice (several source databases into one silver table) is created once, from
+    its first entry: two concurrent creations of one table conflict in Delta's log."""
+    first: dict[str, TableToCreate] = {}
+    for table in tables:
+        first.setdefault(table.qualified_name.lower(), table)  # the metastore ignores case
     side_by_side(
         [
             partial(
@@ -194,7 +199,7 @@ def ensure_delta_tables(spark: SparkSession, tables: Iterable[TableToCreate]) ->
                 table.comment,
                 table.keep_not_null,
             )
-            for table in tables
+            for table in first.values()
         ]
     )
 

@@ -2254,6 +2254,14 @@ def _ddl_change(settings: ApplySettings, lcr: Any) -> _DdlChange | str:
             f"destination table in apply {settings.apply_name}"
             + (" (dropped by an earlier DROP TABLE)" if table is not None else ""),
         )
+    instantiation_scn = settings.instantiation_scn_for(database, str(owner), str(name))
+    if instantiation_scn is not None and int(lcr.commit_scn) <= instantiation_scn:
+        # Rule 3 holds for every LCR of the object, DDL included: the copy the destination was
+        # instantiated from already has the change.
+        return (
+            f"{statement.kind} {owner}.{name}: commit SCN {lcr.commit_scn} <= instantiation SCN "
+            f"{instantiation_scn}, discarded"
+        )
     if statement.kind == "DROP TABLE":
         return _DdlChange(table, statement, None)
     if statement.kind == "TRUNCATE":
