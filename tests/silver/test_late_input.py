@@ -125,3 +125,38 @@ def test_a_late_commit_stops_an_apply_that_disables_on_error(lakeapply: Lakeappl
     assert apply.apply_status() == "ABORTED"
     assert_queued(apply, ("8.0.2", 810, 20002))
     assert_silver_keys(apply, 1)  # 8.0.3 waits for START_APPLY
+
+
+def test_redelivered_copies_of_processed_lcrs_change_nothing_and_only_unseen_ones_are_late(
+    lakeapply: LakeapplyHarness,
+) -> None:
+    apply = configured(lakeapply, disable_on_error=False)
+    resent = (
+        apply.txn(scn=600, transaction_id="6.0.1")
+        .insert("HR.T", ID=1, V="x")
+        .insert("HR.T", ID=2, V="x")
+        .commit(scn=610)
+    )
+    completed = (
+        apply.txn(scn=700, transaction_id="7.0.1").insert("HR.T", ID=3, V="x").commit(scn=710)
+    )
+    apply.run(resent, completed)
+    *changes, commit = resent.lcrs
+
+    # A restarted capture sends 6.0.1's LCRs again, their COMMIT in a later batch; and a copy of
+    # 7.0.1's insert with one LCR of it the apply never saw, without a COMMIT.
+    missed = apply.txn(scn=705, transaction_id="7.0.1").insert("HR.T", ID=4, V="x").open()
+    apply.run(*changes, completed.lcrs[0], missed)
+    apply.run(commit)
+
+    assert_silver_keys(apply, 1, 2, 3)
+    assert_queued(apply, ("7.0.1", 710, 20001))
+    assert error_message(apply).startswith("ORA-20001: late LCRs: 1 LCR(s) of transaction 7.0.1")
+    assert apply.spill().count() == 0
+    assert_df_equality(
+        apply.latest_progress().select("oldest_scn", "total_ignored", "low_watermark"),
+        apply.spark.createDataFrame(
+            [(None, 1, 710)], "oldest_scn long, total_ignored long, low_watermark long"
+        ),
+        ignore_nullable=True,
+    )

@@ -65,7 +65,13 @@ from lakeapply.silver.ddl import (
 )
 from lakeapply.silver.dependent import held_transactions
 from lakeapply.silver.fold import FOLD_OUTPUT_SCHEMA, FoldPlan, Position, fold_function
-from lakeapply.silver.late import LateInput, find_late_input, late_lcr_errors, processed_before
+from lakeapply.silver.late import (
+    LateInput,
+    find_late_input,
+    late_lcr_errors,
+    processed_before,
+    without_redelivered_copies,
+)
 from lakeapply.silver.rules import apply_rule_actions, passes_rules
 from lakeapply.silver.settings import ApplySettings, CommitSerialization, DestinationTable
 from lakeapply.silver.stage import STAGED_COLUMNS, stage_function
@@ -988,7 +994,29 @@ def _late_input(
         {source: row.low_watermark for source, row in previous.items()},
         ARRIVED,
     )
-    return LateInput(materialize(late.late_lcr_transactions), late.late_commits)
+    settled = materialize(late.late_lcr_transactions)
+    if settled.isEmpty():
+        return LateInput(settled, late.late_commits)
+    # Rare (a transaction's LCRs landing after its COMMIT was processed): only then is the
+    # earlier bronze of those transactions read, to tell copies from changes the apply missed.
+    landed_before = spark.table(cycle.catalog.bronze_table(LCR_TABLE)).where(
+        F.col("ingest_batch_id") <= plan.bronze_from_batch
+    )
+    late_lcrs = materialize(
+        without_redelivered_copies(
+            lcrs.join(settled.select(*TRANSACTION_KEY), list(TRANSACTION_KEY), "left_semi"),
+            landed_before,
+            ARRIVED,
+        )
+    )
+    return LateInput(
+        settled.join(
+            late_lcrs.select(*TRANSACTION_KEY).distinct(), list(TRANSACTION_KEY), "left_semi"
+        ),
+        late.late_commits,
+        settled_transactions=settled,
+        late_lcrs=late_lcrs,
+    )
 
 
 def _fold_passes(cycle: _Cycle, inputs: _CycleInput) -> _FoldOutcome:
@@ -1345,7 +1373,8 @@ def _late_lcr_messages(cycle: _Cycle, inputs: _CycleInput) -> DataFrame | None:
     late = inputs.late.late_lcr_transactions
     if late.limit(1).count() == 0:
         return None
-    messages = _messages(inputs.lcrs, late, cycle.settings, cycle.spark).join(
+    lcrs = inputs.late.late_lcrs if inputs.late.late_lcrs is not None else inputs.lcrs
+    messages = _messages(lcrs, late, cycle.settings, cycle.spark).join(
         late.select(*TRANSACTION_KEY, "applied_cycle"), list(TRANSACTION_KEY)
     )
     return materialize(messages) if messages.limit(1).count() else None
@@ -1361,9 +1390,13 @@ def _write_spill(cycle: _Cycle, inputs: _CycleInput, processed: DataFrame) -> Da
         .join(processed_keys, ["source_database_name", "transaction_id"], "left_anti")
     )
     if inputs.late is not None:  # late LCRs leave the spill (for the error queue, or dropped
-        # when the rules filter all of them out: they would never have applied)
+        # when the rules filter all of them out: they would never have applied, or when they
+        # are copies of LCRs landed before: redelivered)
+        settled = inputs.late.settled_transactions
         keep = keep.join(
-            inputs.late.late_lcr_transactions.select(*TRANSACTION_KEY),
+            (settled if settled is not None else inputs.late.late_lcr_transactions).select(
+                *TRANSACTION_KEY
+            ),
             list(TRANSACTION_KEY),
             "left_anti",
         )

@@ -20,7 +20,10 @@ the error queue's (DBA_APPLY_ERROR and its messages, EXECUTE_ERROR, DELETE_ERROR
 are in Oracle's user-defined range (20000 to 20999, what RAISE_APPLICATION_ERROR raises):
 Oracle's apply has no error for input that arrives out of order, because its capture never sends
 any. Transactions already processed (redelivered ones) are not late input: they are never
-flagged here.
+flagged here. Nor are copies: a late LCR identical (every contract field) to one that landed
+before the cycle's input is the capture sending it again (rule 11), not a change the apply
+missed; it leaves the spill and changes nothing. Telling the two apart reads the earlier bronze
+of the transactions concerned, which a cycle pays only when it has late LCRs at all.
 """
 
 from __future__ import annotations
@@ -29,9 +32,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
+from lakeapply.contract.identifiers import quote
+from lakeapply.contract.lcr import lcr_bronze_fields
 from lakeapply.silver.transactions import TRANSACTION_KEY
 
 LATE_LCRS_ERROR = 20001
@@ -43,10 +48,16 @@ class LateInput:
     """What a cycle found late: transactions whose late LCRs leave the spill for the error
     queue, and the late COMMITs the fold must treat as failed from the start."""
 
-    # source_database_name, transaction_id, commit_scn (as applied), applied_cycle
+    # source_database_name, transaction_id, commit_scn (as applied), applied_cycle: the
+    # processed transactions with LCRs in the cycle's input that are not copies (error queue)
     late_lcr_transactions: DataFrame
     # (source database, transaction id) -> the error (the fields of a fold error row)
     late_commits: dict[tuple[str, str], Any]
+    # every processed transaction with LCRs in the cycle's input, late or copies: they leave
+    # the spill (None: the same as late_lcr_transactions)
+    settled_transactions: DataFrame | None = None
+    # the late LCRs themselves, copies left out (None: every LCR of late_lcr_transactions)
+    late_lcrs: DataFrame | None = None
 
 
 def processed_before(transactions_table: DataFrame, apply_name: str, cycle_id: int) -> DataFrame:
@@ -116,6 +127,43 @@ def find_late_input(
             (r.source_database_name, r.transaction_id): _late_commit_error(r)
             for r in late_commit_rows
         },
+    )
+
+
+IDENTITY = "__lakeapply_lcr_identity"
+
+
+def lcr_identity() -> Column:
+    """What makes two LCR lines the same LCR: every contract field, lineage aside (the same
+    change, at the same SCN and position, of the same transaction). A digest, so that the
+    equality is null-safe and a join key of one column."""
+    return F.sha2(
+        F.to_json(
+            F.struct(*[F.col(quote(f.name)) for f in lcr_bronze_fields().fields]),
+            {"ignoreNullFields": "false"},
+        ),
+        256,
+    )
+
+
+def without_redelivered_copies(
+    late_transaction_lcrs: DataFrame, landed_before: DataFrame, arrived: str
+) -> DataFrame:
+    """The LCRs of late-LCR transactions (``late_transaction_lcrs``: new ones, ``arrived`` true,
+    and any from the spill) less the new ones that are copies of an LCR in ``landed_before``
+    (the bronze LCRs ingested before the cycle's input, of any batch)."""
+    transactions = late_transaction_lcrs.select(*TRANSACTION_KEY).distinct()
+    earlier = (
+        landed_before.join(F.broadcast(transactions), list(TRANSACTION_KEY), "left_semi")
+        .select(*TRANSACTION_KEY, lcr_identity().alias(IDENTITY))
+        .distinct()
+        .withColumn("__lakeapply_landed_before", F.lit(True))
+    )
+    return (
+        late_transaction_lcrs.withColumn(IDENTITY, lcr_identity())
+        .join(earlier, [*TRANSACTION_KEY, IDENTITY], "left")
+        .where(~(F.col(arrived) & F.coalesce("__lakeapply_landed_before", F.lit(False))))
+        .select(*late_transaction_lcrs.columns)
     )
 
 
