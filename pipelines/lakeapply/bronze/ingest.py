@@ -146,9 +146,13 @@ def ensure_bronze_tables(spark: SparkSession, catalog: Catalog) -> None:
     ensure_delta_tables(
         spark,
         [
-            TableToCreate(catalog.bronze_table(LCR_TABLE), lcr_table_schema()),
-            TableToCreate(catalog.bronze_table(QUARANTINE_TABLE), quarantine_table_schema()),
-            TableToCreate(log_table, ingest_log_table_schema()),
+            TableToCreate(catalog.bronze_table(LCR_TABLE), lcr_table_schema(), keep_not_null=True),
+            TableToCreate(
+                catalog.bronze_table(QUARANTINE_TABLE),
+                quarantine_table_schema(),
+                keep_not_null=True,
+            ),
+            TableToCreate(log_table, ingest_log_table_schema(), keep_not_null=True),
         ],
     )
     _add_missing_columns(spark, log_table, ingest_log_table_schema())

@@ -136,7 +136,7 @@ def ensure_apply_tables(spark: SparkSession, catalog: Catalog) -> None:
     ensure_delta_tables(
         spark,
         [
-            TableToCreate(catalog.apply_table(name), schema)
+            TableToCreate(catalog.apply_table(name), schema, keep_not_null=True)
             for name, schema in dictionary.DICTIONARY_TABLES.items()
         ],
     )
