@@ -44,10 +44,11 @@
 
 {#
     A query returning one row per key value held by more than one row of a silver table, over
-    every destination table listed in destination_tables (with substitute keys from key_columns)
-    whose silver table exists. The listing is read when the test runs (run_query), so a new
-    destination table is checked without editing the project. Columns: silver_table,
-    key_columns, key_value (JSON), occurrences.
+    every live destination table listed in destination_tables (int_destination_tables: declared
+    or made by CREATE TABLE, with its current definition; rows with is_dropped are skipped),
+    with substitute keys from key_columns, whose silver table exists. The listing is read when
+    the test runs (run_query), so a new destination table is checked without editing the
+    project. Columns: silver_table, key_columns, key_value (JSON), occurrences.
 #}
 {% macro silver_duplicate_keys(destination_tables, key_columns) %}
     {%- set checks = [] -%}
@@ -64,7 +65,7 @@
         {%- set destinations = run_query(
             'select apply_name, source_database, object_owner, object_name, silver_table,'
             ~ ' definition_json from ' ~ destination_tables
-            ~ ' order by silver_table, apply_name'
+            ~ ' where not is_dropped order by silver_table, apply_name'
         ) -%}
         {%- set seen = [] -%}
         {%- for row in destinations -%}
