@@ -98,7 +98,7 @@ def test_dba_apply_table_versions_lists_each_definition_with_its_ddl_scn_and_key
             r.SOURCE_TRANSACTION_ID,
             r.DDL_TEXT,
             r.COLUMNS,
-            r.PRIMARY_KEY,
+            r.KEY_COLUMNS,
         )
         for r in gold.view("dba_apply_table_versions")
     ]

@@ -19,6 +19,7 @@ final as (
         object_name,
         silver_table,
         definition_json,
+        key_columns_json,
         version_number,
         is_dropped,
         is_declared

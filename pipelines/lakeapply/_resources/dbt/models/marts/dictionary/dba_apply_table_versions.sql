@@ -53,6 +53,7 @@ final as (
             ),
             ', '
         ) as COLUMNS,
+        array_join(from_json(key_columns_json, 'array<string>'), ', ') as KEY_COLUMNS,
         array_join(definition.primary_key, ', ') as PRIMARY_KEY,
         array_join(
             transform(
