@@ -21,7 +21,7 @@ from lakeapply.testing import LakeapplyHarness, apply_settings, table_definition
 
 # One worker runs the whole module under `pytest -n 2 --dist loadgroup`: its module-scoped
 # fixture is built once. Slow: four DDL and row cycles, a crashed one and its rerun, a publish
-# and a dbt build (~190 s measured on 2 loaded cores, ~225 s with the session start); the
+# and a dbt build (130-235 s measured with the session start on 2 loaded cores); the
 # dbt unit tests of int_destination_table_versions and apply_lag cover the logic in `make test`.
 pytestmark = [pytest.mark.xdist_group(__name__), pytest.mark.slow]
 
