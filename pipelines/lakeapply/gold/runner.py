@@ -53,6 +53,7 @@ GOLD_VIEWS = (
     "dba_apply_key_columns",
     "dba_apply_parameters",
     "dba_apply_progress",
+    "dba_apply_table_versions",
     "v_streams_apply_coordinator",
     "apply_lag",
 )

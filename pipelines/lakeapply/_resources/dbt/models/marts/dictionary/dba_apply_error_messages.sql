@@ -15,7 +15,8 @@ error_queue as (
 
 destination_tables as (
 
-    select * from {{ ref('stg_lakeapply__destination_tables') }}
+    -- dropped ones included: a row LCR for a dropped table (ORA-00942) still names its table
+    select * from {{ ref('int_destination_tables') }}
 
 ),
 

@@ -9,7 +9,9 @@ with
 
 destination_tables as (
 
-    select * from {{ ref('stg_lakeapply__destination_tables') }}
+    -- the live ones: declared or made by CREATE TABLE, not dropped
+    select * from {{ ref('int_destination_tables') }}
+    where not is_dropped
 
 ),
 
