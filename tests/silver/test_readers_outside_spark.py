@@ -11,6 +11,12 @@ import deltalake
 import duckdb
 from pyspark.sql import SparkSession
 
+from lakeapply.bronze.tables import (
+    LCR_TABLE,
+    QUARANTINE_TABLE,
+    lcr_table_schema,
+    quarantine_table_schema,
+)
 from lakeapply.silver import dictionary
 from lakeapply.testing import LakeapplyHarness, apply_settings, table_definition
 
@@ -73,15 +79,21 @@ def test_a_silver_table_reads_the_same_in_delta_rs_duckdb_and_spark_with_its_not
     ]
 
 
-def test_dictionary_tables_open_with_delta_rs(
+def test_dictionary_and_bronze_tables_open_with_delta_rs_with_their_not_null_columns(
     spark: SparkSession, lakeapply: LakeapplyHarness
 ) -> None:
     lakeapply.configure(apply_settings(ACCOUNT))
     lakeapply.run(lakeapply.txn().insert("BANK.ACCOUNT", ID=1, OWNER="Ann").commit())
-    for name in dictionary.DICTIONARY_TABLES:
-        qualified = lakeapply.catalog.apply_table(name)
-        rows = deltalake.DeltaTable(_location(spark, qualified)).to_pyarrow_table().num_rows
-        assert rows == spark.table(qualified).count(), name
+    tables = {
+        **{lakeapply.catalog.apply_table(n): s for n, s in dictionary.DICTIONARY_TABLES.items()},
+        lakeapply.catalog.bronze_table(LCR_TABLE): lcr_table_schema(),
+        lakeapply.catalog.bronze_table(QUARANTINE_TABLE): quarantine_table_schema(),
+    }
+    for qualified, schema in tables.items():
+        table = deltalake.DeltaTable(_location(spark, qualified))
+        assert table.to_pyarrow_table().num_rows == spark.table(qualified).count(), qualified
+        not_null = {field.name for field in table.schema().fields if not field.nullable}
+        assert not_null == {f.name for f in schema.fields if not f.nullable}, qualified
 
 
 def test_a_null_for_a_not_null_column_goes_to_the_error_queue_not_into_a_failed_write(
