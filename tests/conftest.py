@@ -20,7 +20,11 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     warehouse = tmp_path_factory.mktemp("warehouse")
     session = get_spark(
         LocalSparkSettings(
-            warehouse, shuffle_partitions=2, snapshot_partitions=1, driver_memory="3g"
+            warehouse,
+            shuffle_partitions=2,
+            snapshot_partitions=1,
+            driver_memory="3g",
+            small_data=True,
         )
     )
     yield session

@@ -71,6 +71,7 @@ def lakeapply_spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkS
             shuffle_partitions=2,
             snapshot_partitions=1,
             driver_memory="2g",
+            small_data=True,
             app_name="lakeapply-tests",
         )
     )
