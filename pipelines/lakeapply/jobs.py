@@ -150,8 +150,10 @@ def run_demo(
         console.print(f"generated {workload.line_count} LCR lines into {landing}")
     console.print("starting Spark", highlight=False)
     _import_dbt_in_the_background()
+    # The demo's tables are small: the small-data profile (no codegen, no data-skipping jobs).
     spark = get_spark(
-        LocalSparkSettings(warehouse), notify=lambda line: console.print(line, highlight=False)
+        LocalSparkSettings(warehouse, small_data=True),
+        notify=lambda line: console.print(line, highlight=False),
     )
     names = Catalog(catalog_prefix, catalog)
     report = ingest(spark, names, landing, progress=step_printer(console, "ingest"))
