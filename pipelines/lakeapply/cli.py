@@ -482,6 +482,13 @@ def generate(
     help="The source database (lakeapply.yml's source_database) of every record; needed for "
     "GoldenGate two-part table names, and overrides what a record names.",
 )
+@click.option(
+    "--config",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    default=None,
+    help="A lakeapply.yml whose landing_folders give the capture format per folder of the "
+    "landing folder; --format is the format of the files in no named folder.",
+)
 @stream_options
 @click.pass_obj
 def ingest(
@@ -489,17 +496,22 @@ def ingest(
     landing: Path,
     capture_format: str = "lcr-json",
     source_database: str | None = None,
+    config: Path | None = None,
     stream: bool = False,
     trigger: str = "available-now",
     checkpoint: str | None = None,
     max_batches: int | None = None,
 ) -> None:
     """Land new LCR lines into bronze, exactly once (bad lines go to the quarantine)."""
-    from lakeapply.bronze.formats import CaptureFormat
+    from lakeapply.bronze.formats import CaptureFormat, LandingFormats
     from lakeapply.bronze.ingest import ingest as run_ingest
+    from lakeapply.silver.config import load_landing_formats
 
     _check_stream_options(stream, trigger, checkpoint, max_batches)
-    fmt = CaptureFormat(capture_format, source_database)
+    default = CaptureFormat(capture_format, source_database)
+    fmt: CaptureFormat | LandingFormats = (
+        default if config is None else load_landing_formats(config, default)
+    )
     if stream:
         _stream_ingest(obj, landing, fmt, (trigger, checkpoint, max_batches))
         return
@@ -509,11 +521,7 @@ def ingest(
     if report.batch_id is None:
         click.echo("nothing new to ingest")
         return
-    click.echo(
-        f"ingest batch {report.batch_id}{' (resumed)' if report.resumed else ''}: "
-        f"{report.lines} lines from {len(report.files)} files -> {report.bronze_rows} bronze, "
-        f"{report.quarantined_rows} quarantined"
-    )
+    click.echo(_describe_ingest(report))
 
 
 @main.command()
@@ -1158,10 +1166,15 @@ def _check_stream_options(
 
 
 def _describe_ingest(report: Any) -> str:
+    released = (
+        f"; {report.released_commits} waiting END event(s) released as COMMITs"
+        if report.released_commits
+        else ""
+    )
     return (
         f"ingest batch {report.batch_id}{' (resumed)' if report.resumed else ''}: "
         f"{report.lines} lines from {len(report.files)} files -> {report.bronze_rows} bronze, "
-        f"{report.quarantined_rows} quarantined"
+        f"{report.quarantined_rows} quarantined{released}"
     )
 
 

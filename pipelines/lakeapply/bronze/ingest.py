@@ -24,9 +24,9 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from functools import partial
+from functools import partial, reduce
 from pathlib import Path
 
 import pandas as pd
@@ -39,6 +39,7 @@ from lakeapply.bronze.formats import (
     ADAPTER_COLUMNS,
     DEBEZIUM_JSON,
     CaptureFormat,
+    LandingFormats,
     adapt_batches,
 )
 from lakeapply.bronze.lines import (
@@ -89,6 +90,7 @@ class PlannedFile:
     # whole file). It is the file's fingerprint after the batch when the batch adds no line.
     planned_fingerprint: str | None = None
     note: str | None = None  # why the file is (re-)read, when it is not plain new or grown
+    capture_format: CaptureFormat = LCR_LINES  # what the file holds (logged with the plan)
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,9 @@ class IngestReport:
     batch_id: int | None  # None: nothing new to ingest
     resumed: bool
     files: tuple[FileResult, ...]
+    # Debezium END events quarantined by an earlier batch whose COMMIT landed in this one (their
+    # change events have all landed now); not counted in ``files``, whose lines are this batch's.
+    released_commits: int = 0
 
     @property
     def lines(self) -> int:
@@ -236,6 +241,9 @@ def _unfinished_batch(
             modified_ns=r.modified_ns,
             planned_fingerprint=r.fingerprint,
             note=r.note,
+            capture_format=CaptureFormat(
+                r.capture_format or LCR_LINES.name, r.capture_source_database
+            ),
         )
         for r in planned
     ]
@@ -447,6 +455,10 @@ def _quarantine_rows(classified: DataFrame, batch_id: int, ingested_at: datetime
 
 
 _ADAPTER_ONLY = ("txn_database", "txn_id", "txn_commit_scn", "txn_scn", "pending_event_count")
+RELEASED_END = "released_end"
+# How a Debezium END event waiting for its change events is quarantined; a later batch finds it
+# by this prefix and lands its COMMIT once they have all landed.
+WAITING_END_REASON = "debezium-json: END event of transaction "
 
 
 def classify_landed_lines(
@@ -457,23 +469,51 @@ def classify_landed_lines(
     batch_id: int,
 ) -> DataFrame:
     """Line rows (``read_planned_lines``) -> classified rows (``classify_lines``) with
-    ``raw_line`` (what lands as the raw text) and ``lcr_index`` (0 for a line's first LCR).
+    ``raw_line`` (what lands as the raw text), ``lcr_index`` (0 for a line's first LCR) and
+    ``released_end`` (True for the COMMIT of an END event quarantined by an earlier batch, which
+    is not a line of this batch).
 
     For a capture format the adapter turns each line into LCR lines first; a line whose LCRs
     are not all valid is quarantined once, with the first reason, and lands none of them."""
     if capture_format.is_contract:
-        return classify_lines(lines).withColumns({"raw_line": F.col("line"), "lcr_index": F.lit(0)})
+        return classify_lines(lines).withColumns(
+            {"raw_line": F.col("line"), "lcr_index": F.lit(0), RELEASED_END: F.lit(False)}
+        )
     adapted = lines.mapInPandas(
         partial(adapt_batches, fmt=capture_format, line_columns=lines.columns),
         f"{LINES_SCHEMA}, {ADAPTER_COLUMNS}",
     )
-    classified = _whole_lines(classify_lines(adapted.where(~F.col("pending_commit"))))
+    classified = _whole_lines(classify_lines(adapted.where(~F.col("pending_commit")))).withColumn(
+        RELEASED_END, F.lit(False)
+    )
     if capture_format.name == DEBEZIUM_JSON:
-        resolved = _resolve_end_events(
-            spark, catalog, adapted.where("pending_commit"), classified, batch_id
+        pending = adapted.where("pending_commit").withColumn(RELEASED_END, F.lit(False))
+        waiting = _waiting_end_events(spark, catalog, capture_format, batch_id).join(
+            # an END landed again in this batch is examined as this batch's line
+            pending.select("txn_database", "txn_id"),
+            ["txn_database", "txn_id"],
+            "left_anti",
         )
+        resolved = _resolve_end_events(
+            spark, catalog, pending.unionByName(waiting), classified, batch_id
+        ).where(~F.col(RELEASED_END) | F.col("read_problem").isNull())
         classified = classified.unionByName(classify_lines(resolved))
     return classified.drop(*_ADAPTER_ONLY, "pending_commit")
+
+
+def _classified_plan(
+    spark: SparkSession, catalog: Catalog, plan: list[PlannedFile], batch_id: int
+) -> DataFrame:
+    """The classified lines of a batch's files, each read in the capture format it was planned
+    with (one read per format in the batch)."""
+    by_format: dict[CaptureFormat, list[PlannedFile]] = {}
+    for planned in plan:
+        by_format.setdefault(planned.capture_format, []).append(planned)
+    parts = [
+        classify_landed_lines(spark, catalog, read_planned_lines(spark, files), fmt, batch_id)
+        for fmt, files in by_format.items()
+    ]
+    return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), parts)
 
 
 def _whole_lines(classified: DataFrame) -> DataFrame:
@@ -492,6 +532,68 @@ def _whole_lines(classified: DataFrame) -> DataFrame:
         .withColumn("field", F.coalesce(F.col("_problem.f"), F.col("field")))
         .withColumn("reason", F.coalesce(F.col("_problem.r"), F.col("reason")))
         .drop("_problem")
+    )
+
+
+def _waiting_end_events(
+    spark: SparkSession, catalog: Catalog, capture_format: CaptureFormat, batch_id: int
+) -> DataFrame:
+    """END events quarantined by earlier batches while their change events had not all landed,
+    whose transaction has no COMMIT in bronze yet: adapted again from their raw line, as
+    pending-commit rows (``released_end`` True), one per transaction (its first END line)."""
+    quarantined = (
+        spark.table(catalog.bronze_table(QUARANTINE_TABLE))
+        .where(
+            (F.col("ingest_batch_id") < batch_id)
+            & (F.col("field") == "id")
+            & F.col("reason").startswith(WAITING_END_REASON)
+        )
+        .select(
+            "source_file",
+            "line_number",
+            "byte_offset",
+            F.col("raw_line").alias("line"),
+            F.lit(0).cast("long").alias("line_bytes"),
+            F.lit(None).cast("string").alias("read_problem"),
+            F.lit(None).cast("string").alias("prefix_fingerprint"),
+        )
+    )
+    # Files read in this format (NULL: logged before formats were logged, so possibly this one).
+    log = spark.table(catalog.bronze_table(INGEST_LOG_TABLE))
+    same_format = (
+        log.where(
+            F.col("capture_format").isNull()
+            | (
+                (F.col("capture_format") == capture_format.name)
+                & F.col("capture_source_database").eqNullSafe(
+                    F.lit(capture_format.source_database).cast("string")
+                )
+            )
+        )
+        .select("source_file")
+        .distinct()
+    )
+    quarantined = quarantined.join(same_format, "source_file", "left_semi")
+    committed = (
+        spark.table(catalog.bronze_table(LCR_TABLE))
+        .where((F.col("command_type") == "COMMIT") & (F.col("ingest_batch_id") < batch_id))
+        .select(
+            F.col("source_database_name").alias("txn_database"),
+            F.col("transaction_id").alias("txn_id"),
+        )
+    )
+    first_line = Window.partitionBy("txn_database", "txn_id").orderBy("source_file", "line_number")
+    return (
+        quarantined.mapInPandas(
+            partial(adapt_batches, fmt=capture_format, line_columns=quarantined.columns),
+            f"{LINES_SCHEMA}, {ADAPTER_COLUMNS}",
+        )
+        .where("pending_commit")
+        .join(committed, ["txn_database", "txn_id"], "left_anti")
+        .withColumn("_first", F.row_number().over(first_line))
+        .where(F.col("_first") == 1)
+        .drop("_first")
+        .withColumn(RELEASED_END, F.lit(True))
     )
 
 
@@ -549,9 +651,9 @@ def _resolve_end_events(
         F.col("pending_event_count").isNull() | (landed_count >= F.col("pending_event_count"))
     )
     waiting = F.format_string(
-        "debezium-json: END event of transaction %s: %d of its %s change events have landed "
-        "(in this ingest batch or before), so it cannot commit yet; land the transaction topic "
-        "after the data topics",
+        WAITING_END_REASON + "%s: %d of its %s change events have landed (in this ingest batch "
+        "or before), so it cannot commit yet; its COMMIT lands with the batch that lands the "
+        "last of them",
         F.col("txn_id"),
         landed_count,
         F.coalesce(F.col("pending_event_count").cast("string"), F.lit("(unknown)")),
@@ -612,6 +714,8 @@ def _log_rows(
                 p.modified_ns,
                 fingerprints.get(p.source_file, p.planned_fingerprint),
                 p.note,
+                p.capture_format.name,
+                p.capture_format.source_database,
             )
         )
     return spark.createDataFrame(rows, ingest_log_table_schema())
@@ -623,12 +727,18 @@ def ingest(
     landing: Path,
     progress: ProgressCallback = lambda _: None,
     crash_after: str | None = None,
-    capture_format: CaptureFormat = LCR_LINES,
+    capture_format: CaptureFormat | LandingFormats = LCR_LINES,
 ) -> IngestReport:
     """Ingest what is new in ``landing`` (see the module docstring). ``capture_format`` says what
-    the files hold (default: lakeapply's LCR lines; see ``lakeapply.bronze.formats``).
+    the files hold: one format for all, or one per landing folder (see ``lakeapply.bronze.formats``;
+    each planned file's format is logged with the plan, and a resumed batch keeps it).
     ``crash_after`` is for tests: one of ``plan``, ``lcr``, ``quarantine`` raises SimulatedCrash
     after that step."""
+    formats = (
+        capture_format
+        if isinstance(capture_format, LandingFormats)
+        else LandingFormats(capture_format)
+    )
     ensure_bronze_tables(spark, catalog)
     log_table = catalog.bronze_table(INGEST_LOG_TABLE)
     unfinished = _unfinished_batch(spark, catalog)
@@ -639,7 +749,10 @@ def ingest(
         progress(f"resuming ingest batch {batch_id} ({len(plan)} files)")
     else:
         progress("planning")
-        plan = plan_batch(list_landing_files(landing), _file_states(spark, catalog))
+        plan = [
+            replace(p, capture_format=formats.of(p.source_file, landing))
+            for p in plan_batch(list_landing_files(landing), _file_states(spark, catalog))
+        ]
         if not plan:
             return IngestReport(None, False, ())
         last = spark.table(log_table).agg(F.max("batch_id")).collect()[0][0]
@@ -650,12 +763,11 @@ def ingest(
         raise SimulatedCrash("after plan")
 
     progress(f"reading {len(plan)} files")
-    lines = classify_landed_lines(
-        spark, catalog, read_planned_lines(spark, plan), capture_format, batch_id
-    ).persist(StorageLevel.MEMORY_AND_DISK)
+    lines = _classified_plan(spark, catalog, plan, batch_id).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         stats = (
-            lines.groupBy("source_file")
+            lines.where(~F.col(RELEASED_END))
+            .groupBy("source_file")
             .agg(
                 F.count(F.when(F.col("lcr_index") == 0, 1)).alias("lines"),
                 F.max(F.col("byte_offset") + F.col("line_bytes")).alias("end_offset"),
@@ -666,6 +778,7 @@ def ingest(
             .collect()
         )
         by_file = {r.source_file: r for r in stats}
+        released = lines.where(F.col(RELEASED_END) & F.col("reason").isNull()).count()
         progress("writing bronze LCRs")
         _append_idempotent(
             bronze_rows(lines, batch_id, now),
@@ -710,4 +823,4 @@ def ingest(
     commit_rows = _log_rows(spark, batch_id, "COMMITTED", plan, results, fingerprints, now)
     _append_idempotent(commit_rows, log_table, batch_id * 2 + 1, ingest_log_table_schema())
     progress(f"batch {batch_id} committed")
-    return IngestReport(batch_id, resumed, tuple(results))
+    return IngestReport(batch_id, resumed, tuple(results), released_commits=released)

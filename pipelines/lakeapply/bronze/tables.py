@@ -76,6 +76,10 @@ def ingest_log_file_identity_fields() -> list[T.StructField]:
         # [0, end_offset); compressed files: the whole file). See lakeapply.bronze.lines.
         T.StructField("fingerprint", T.StringType(), True),
         T.StructField("note", T.StringType(), True),  # e.g. why a file was read again from 0
+        # What the file holds (lakeapply.bronze.formats; NULL in rows logged before: lcr-json), so
+        # a resumed batch reads each file as it was planned, whatever the resuming run was told.
+        T.StructField("capture_format", T.StringType(), True),
+        T.StructField("capture_source_database", T.StringType(), True),
     ]
 
 

@@ -46,7 +46,7 @@ from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.types import StructType
 
-from lakeapply.bronze.formats import CaptureFormat
+from lakeapply.bronze.formats import CaptureFormat, LandingFormats
 from lakeapply.bronze.ingest import (
     LANDING_SUFFIXES,
     IngestReport,
@@ -338,7 +338,7 @@ def stream_ingest(
     progress: Progress = lambda _: None,
     on_report: Callable[[IngestReport], None] = lambda _: None,
     crash_after: str | None = None,
-    capture_format: CaptureFormat | None = None,
+    capture_format: CaptureFormat | LandingFormats | None = None,
 ) -> StreamReport:
     """Ingest the landing folder as a stream: one ``ingest`` per micro-batch of the landing
     listing source. ``crash_after`` (tests) is passed to the first ingest of the first

@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from lakeapply.bronze.formats import CaptureFormat, LandingFormats
 from lakeapply.contract.table_definitions import (
     SCHEMAS_DIR,
     TableDefinition,
@@ -40,6 +41,7 @@ __all__ = [
     "checked_transformation",
     "config_json_schema",
     "load_config",
+    "load_landing_formats",
     "rule_from_dict",
     "transformation_from_dict",
     "transformation_to_dict",
@@ -79,6 +81,28 @@ def load_config(path: Path) -> tuple[ApplySettings, ...]:
     except (OSError, yaml.YAMLError) as error:
         raise ConfigurationError(f"{path}: cannot read configuration: {error}") from None
     return _Loader(path).config(document)
+
+
+def load_landing_formats(path: Path, default: CaptureFormat) -> LandingFormats:
+    """The capture format of each landing folder ``lakeapply.yml`` names (``landing_folders``);
+    files in no named folder have ``default`` (``lakeapply ingest --format``)."""
+    path = Path(path)
+    try:
+        document = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as error:
+        raise ConfigurationError(f"{path}: cannot read configuration: {error}") from None
+    if not isinstance(document, dict):
+        raise ConfigurationError(f"{path}: a configuration must be a mapping")
+    validate_document(document, config_json_schema(), str(path))
+    folders: list[tuple[str, CaptureFormat]] = []
+    for index, entry in enumerate(document.get("landing_folders", [])):
+        folder = entry["path"].rstrip("/")
+        if folder in (named for named, _ in folders):
+            raise ConfigurationError(
+                f"{path}: landing_folders/{index}/path: {folder!r} is named twice"
+            )
+        folders.append((folder, CaptureFormat(entry["format"], entry.get("source_database"))))
+    return LandingFormats(default, tuple(folders))
 
 
 class _Loader:

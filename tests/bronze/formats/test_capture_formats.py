@@ -11,10 +11,17 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from lakeapply.bronze.formats import CaptureFormat, _rows_of_line, debezium, goldengate
+from lakeapply.bronze.formats import (
+    CaptureFormat,
+    LandingFormats,
+    _rows_of_line,
+    debezium,
+    goldengate,
+)
 from lakeapply.bronze.formats.common import parse_record
-from lakeapply.bronze.ingest import ingest
+from lakeapply.bronze.ingest import SimulatedCrash, ingest
 from lakeapply.errors import CaptureRecordError, ConfigurationError
+from lakeapply.silver.config import load_landing_formats
 from lakeapply.testing import LakeapplyHarness, apply_settings, destination, table_definition
 
 FIXTURES = Path(__file__).parent
@@ -345,3 +352,137 @@ def test_debezium_files_land_end_events_as_commits_and_apply_committed_transacti
     assert (Decimal(1007), "open@example.com") in {
         (r.ID, r.EMAIL) for r in lakeapply.silver(CUSTOMERS.qualified_name).collect()
     }
+
+    lakeapply.start_apply()  # the late COMMIT aborted the apply (disable_on_error)
+
+    # 8.8.8's END waited in the quarantine (1 of its 2 changes had landed); its other change
+    # lands now, so the END is re-examined and its COMMIT lands with this batch
+    second_change = json.loads((FIXTURES / "debezium_bad.jsonl").read_text().splitlines()[1])
+    second_change["after"] = {**second_change["after"], "ID": 1009, "EMAIL": "rest@example.com"}
+    second_change["source"] = {**second_change["source"], "scn": "2150001"}
+    second_change["transaction"] = {**second_change["transaction"], "total_order": 2}
+    (lakeapply.landing / "rest_of_8_8_8.jsonl").write_text(json.dumps(second_change) + "\n")
+    released = ingest(
+        spark,
+        lakeapply.catalog,
+        lakeapply.landing,
+        capture_format=CaptureFormat("debezium-json", "ORCLPDB1"),
+    )
+    lakeapply.apply()
+
+    assert (released.lines, released.bronze_rows, released.released_commits) == (1, 1, 1)
+    [commit] = (
+        lakeapply.bronze().where("transaction_id = '8.8.8' AND command_type = 'COMMIT'").collect()
+    )
+    assert (Path(commit.source_file).name, commit.line_number, commit.scn) == (
+        "debezium_bad.jsonl",
+        3,
+        2150002,
+    )
+    assert {(Decimal(1008), "half@example.com"), (Decimal(1009), "rest@example.com")} <= {
+        (r.ID, r.EMAIL) for r in lakeapply.silver(CUSTOMERS.qualified_name).collect()
+    }
+    # released once: a later batch does not land the COMMIT again
+    (lakeapply.landing / "unrelated.jsonl").write_text(json.dumps(end) + "\n")
+    again = ingest(
+        spark,
+        lakeapply.catalog,
+        lakeapply.landing,
+        capture_format=CaptureFormat("debezium-json", "ORCLPDB1"),
+    )
+    assert again.released_commits == 0
+    assert (
+        lakeapply.bronze().where("transaction_id = '8.8.8' AND command_type = 'COMMIT'").count()
+        == 1
+    )
+
+
+# --- a capture format per landing folder -------------------------------------------------------
+LANDING_FORMATS = LandingFormats(
+    CaptureFormat(),
+    (("ogg", CaptureFormat("ogg-json", "ORCL")), ("cdc/debezium", CaptureFormat("debezium-json"))),
+)
+
+
+def test_a_file_takes_the_format_of_the_deepest_named_folder_that_holds_it(tmp_path: Path) -> None:
+    formats = LandingFormats(
+        CaptureFormat(),
+        (("cdc", CaptureFormat("ogg-json", "ORCL")), ("cdc/dbz", CaptureFormat("debezium-json"))),
+    )
+
+    assert (
+        formats.of(tmp_path / "cdc" / "dbz" / "2026" / "a.jsonl", tmp_path).name == "debezium-json"
+    )
+    assert formats.of(tmp_path / "cdc" / "a.jsonl", tmp_path) == CaptureFormat("ogg-json", "ORCL")
+    assert formats.of(tmp_path / "cdcx" / "a.jsonl", tmp_path).name == "lcr-json"
+    assert formats.of(tmp_path / "a.jsonl", tmp_path).name == "lcr-json"
+
+
+def test_landing_folders_are_read_from_lakeapply_yml_and_checked(tmp_path: Path) -> None:
+    config = tmp_path / "lakeapply.yml"
+    apply = "apply_processes: [{apply_name: A, source_databases: [ORCL], tables: []}]\n"
+    config.write_text(
+        apply
+        + "landing_folders:\n"
+        + "  - {path: ogg/, format: ogg-json, source_database: ORCL}\n"
+        + "  - {path: cdc/debezium, format: debezium-json}\n"
+    )
+    assert load_landing_formats(config, CaptureFormat()) == LANDING_FORMATS
+
+    config.write_text(apply + "landing_folders: [{path: ../elsewhere, format: ogg-json}]\n")
+    with pytest.raises(ConfigurationError, match="landing_folders/0/path"):
+        load_landing_formats(config, CaptureFormat())
+    config.write_text(apply + "landing_folders: [{path: x, format: avro}]\n")
+    with pytest.raises(ConfigurationError, match="landing_folders/0/format"):
+        load_landing_formats(config, CaptureFormat())
+    config.write_text(
+        apply + "landing_folders: [{path: x, format: ogg-json}, {path: x/, format: lcr-json}]\n"
+    )
+    with pytest.raises(ConfigurationError, match="named twice"):
+        load_landing_formats(config, CaptureFormat())
+
+
+def test_one_ingest_reads_each_landing_folder_in_its_format_and_a_resumed_batch_keeps_them(
+    spark: SparkSession, lakeapply: LakeapplyHarness
+) -> None:
+    landing = lakeapply.landing
+    (landing / "ogg").mkdir(parents=True)
+    (landing / "cdc" / "debezium").mkdir(parents=True)
+    shutil.copy(FIXTURES / "ogg_transactions.jsonl", landing / "ogg" / "trail.jsonl")
+    shutil.copy(
+        FIXTURES / "debezium_with_transaction_metadata.jsonl",
+        landing / "cdc" / "debezium" / "events.jsonl",
+    )
+    # a GoldenGate record outside the named folders is read as lcr-json, the default
+    stray = (FIXTURES / "ogg_transactions.jsonl").read_text().splitlines()[0]
+    (landing / "stray.jsonl").write_text(stray + "\n")
+
+    with pytest.raises(SimulatedCrash):
+        ingest(
+            spark, lakeapply.catalog, landing, capture_format=LANDING_FORMATS, crash_after="plan"
+        )
+    # resumed by a run told nothing about the folders: each file keeps its planned format
+    report = ingest(spark, lakeapply.catalog, landing)
+
+    by_file = {
+        Path(f.source_file).name: (f.lines, f.bronze_rows, f.quarantined_rows) for f in report.files
+    }
+    assert report.resumed
+    assert by_file == {
+        "trail.jsonl": (5, 7, 0),
+        "events.jsonl": (9, 6, 3),
+        "stray.jsonl": (1, 0, 1),
+    }
+    logged = {
+        (Path(r.source_file).name, r.capture_format, r.capture_source_database)
+        for r in spark.table(lakeapply.catalog.bronze_table("ingest_log")).collect()
+    }
+    assert logged == {
+        ("trail.jsonl", "ogg-json", "ORCL"),
+        ("events.jsonl", "debezium-json", None),
+        ("stray.jsonl", "lcr-json", None),
+    }
+    commits = {
+        r.transaction_id for r in lakeapply.bronze().where("command_type = 'COMMIT'").collect()
+    }
+    assert {"5.6.641", "6.9.809"} <= commits

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pandas as pd
@@ -58,6 +59,37 @@ class CaptureFormat:
     @property
     def is_contract(self) -> bool:
         return self.name == LCR_JSON
+
+
+@dataclass(frozen=True)
+class LandingFormats:
+    """Which capture format each landing file holds: that of the deepest folder of ``folders``
+    (a path relative to the landing root, ``/``-separated, and its format) that holds the file,
+    else ``default`` (``lakeapply.yml``'s ``landing_folders``; ``lakeapply ingest --format``)."""
+
+    default: CaptureFormat = CaptureFormat()
+    folders: tuple[tuple[str, CaptureFormat], ...] = ()
+
+    def __post_init__(self) -> None:
+        for folder, _ in self.folders:
+            parts = PurePosixPath(folder).parts
+            if not parts or folder.startswith("/") or ".." in parts or "\\" in folder:
+                raise ConfigurationError(
+                    f"landing folder {folder!r} must be a path inside the landing folder "
+                    "(relative, '/'-separated, no '..')"
+                )
+
+    def of(self, source_file: str | Path, landing: Path) -> CaptureFormat:
+        try:
+            inside = Path(source_file).resolve().relative_to(landing.resolve()).parts
+        except ValueError:
+            return self.default
+        best: tuple[int, CaptureFormat] = (-1, self.default)
+        for folder, fmt in self.folders:
+            parts = PurePosixPath(folder).parts
+            if inside[: len(parts)] == parts and len(parts) > best[0]:
+                best = (len(parts), fmt)
+        return best[1]
 
 
 def _rows_of_line(

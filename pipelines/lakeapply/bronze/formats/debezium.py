@@ -18,7 +18,8 @@ Commits:
 * with transaction metadata (the event has a ``transaction`` block) the END event is the
   COMMIT. An END event has no SCN: the ingest gives its COMMIT the ``commit_scn`` of the
   transaction's change events (landed in the same batch or before; else their highest ``scn``)
-  and quarantines the END event while fewer than ``event_count`` of them have landed.
+  and quarantines the END event while fewer than ``event_count`` of them have landed (each
+  later ingest batch re-examines it and lands its COMMIT once they have; ``bronze.ingest``).
 * without transaction metadata each change event also lands a COMMIT at its ``commit_scn``
   (else its ``scn``): a transaction is all-or-nothing only when all its events land in one
   ingest batch.
