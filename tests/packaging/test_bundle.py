@@ -19,7 +19,14 @@ from lakeapply.cli import main
 from .conftest import REPO, wheel_entry_points
 
 VARIABLE = re.compile(r"\$\{var\.([A-Za-z0-9_]+)\}")
-REQUIRED_VARIABLES = {"catalog", "schema_prefix", "landing_path", "apply_name", "dbt_target"}
+REQUIRED_VARIABLES = {
+    "catalog",
+    "schema_prefix",
+    "landing_path",
+    "config_path",
+    "apply_name",
+    "dbt_target",
+}
 
 
 def load_bundle() -> tuple[dict[str, Any], dict[Path, dict[str, Any]]]:
@@ -66,7 +73,7 @@ def test_the_bundle_includes_one_file_per_job_under_resources() -> None:
     root, included = load_bundle()
     assert root["include"] == ["resources/*.yml"]
     names = {path.name for path in included}
-    assert names == {"ingest.job.yml", "apply.job.yml", "gold.job.yml"}
+    assert names == {"configure.job.yml", "ingest.job.yml", "apply.job.yml", "gold.job.yml"}
     for path, _key, _job in jobs(included):
         assert len(included[path]["resources"]["jobs"]) == 1, f"{path.name}: one job per file"
 
@@ -97,7 +104,12 @@ def test_every_job_resolves_and_validates_against_the_databricks_job_model(targe
     root, included = load_bundle()
     values = variables_for(root, target)
     found = jobs(included)
-    assert {key for _, key, _ in found} == {"lakeapply_ingest", "lakeapply_apply", "lakeapply_gold"}
+    assert {key for _, key, _ in found} == {
+        "lakeapply_configure",
+        "lakeapply_ingest",
+        "lakeapply_apply",
+        "lakeapply_gold",
+    }
     for path, key, job in found:
         resolved = resolve(job, values)
         assert "${var." not in yaml.safe_dump(resolved), f"{path.name}: unresolved variable"
@@ -132,7 +144,7 @@ def test_every_wheel_task_names_a_console_script_of_the_built_wheel(built_wheel:
             ]
             assert "../dist/*.whl" in environment["spec"]["dependencies"]
             assert (path.parent / "../dist").resolve() == REPO / "dist"
-    assert wheel_tasks == 2
+    assert wheel_tasks == 3
 
 
 def test_the_gold_task_runs_the_packaged_dbt_project_with_the_databricks_target() -> None:
