@@ -88,6 +88,30 @@ def test_lcrs_landing_after_their_commit_was_processed_are_queued_as_late_lcrs(
     assert apply.spill().count() == 0
 
 
+def test_lcrs_landing_after_their_transactions_rollback_was_processed_leave_the_spill(
+    lakeapply: LakeapplyHarness,
+) -> None:
+    apply = configured(lakeapply, disable_on_error=False)
+    apply.run(
+        apply.txn(scn=600, transaction_id="6.0.1").insert("HR.T", ID=1, V="x").rollback(scn=610),
+        apply.txn(scn=605, transaction_id="6.0.2").insert("HR.T", ID=2, V="x").commit(scn=620),
+    )
+
+    # the capture sends more of 6.0.1 after its ROLLBACK was processed
+    apply.run(apply.txn(scn=601, transaction_id="6.0.1").insert("HR.T", ID=3, V="x").open())
+
+    assert_silver_keys(apply, 2)
+    assert_queued(apply)
+    assert apply.spill().count() == 0
+    assert_df_equality(
+        apply.latest_progress().select("oldest_scn", "total_rolled_back", "low_watermark"),
+        apply.spark.createDataFrame(
+            [(None, 1, 620)], "oldest_scn long, total_rolled_back long, low_watermark long"
+        ),
+        ignore_nullable=True,
+    )
+
+
 def late_commit_workload(lakeapply: LakeapplyHarness) -> None:
     """8.0.1 (commit 820) is applied; then 8.0.2, committed at 810 before it, lands together
     with 8.0.3 (commit 840)."""

@@ -174,6 +174,16 @@ TRANSACTIONS_SCHEMA = _schema(
     ("cycle_id", L, False),
     ("applied_at", TS, False),
 )
+# Every transaction whose ROLLBACK a cycle processed: LCRs of it that land later (after the
+# ROLLBACK) are settled as rolled back, never kept in the spill (silver/late.py).
+ROLLED_BACK = "rolled_back_transactions"
+ROLLED_BACK_SCHEMA = _schema(
+    ("apply_name", S, False),
+    ("source_database", S, False),
+    ("transaction_id", S, False),
+    ("rollback_scn", L, True),
+    ("cycle_id", L, False),
+)
 # A version of a destination table's definition, from a DDL transaction (rule 10): the engine
 # applies each cycle with the latest version an earlier cycle recorded (DDL is a barrier). A
 # CREATE TABLE adds a table's first row; a DROP TABLE's row has ``"dropped": true`` in its
@@ -237,6 +247,7 @@ DICTIONARY_TABLES: dict[str, T.StructType] = {
     CYCLES: CYCLES_SCHEMA,
     PROGRESS: PROGRESS_SCHEMA,
     TRANSACTIONS: TRANSACTIONS_SCHEMA,
+    ROLLED_BACK: ROLLED_BACK_SCHEMA,
     TABLE_VERSIONS: TABLE_VERSIONS_SCHEMA,
     SPILL: SPILL_SCHEMA,
     ERROR_QUEUE: ERROR_QUEUE_SCHEMA,

@@ -66,10 +66,12 @@ from lakeapply.silver.ddl import (
 from lakeapply.silver.dependent import held_transactions
 from lakeapply.silver.fold import FOLD_OUTPUT_SCHEMA, FoldPlan, Position, fold_function
 from lakeapply.silver.late import (
+    ROLLED_BACK_FLAG,
     LateInput,
     find_late_input,
     late_lcr_errors,
     processed_before,
+    rolled_back_before,
     without_redelivered_copies,
 )
 from lakeapply.silver.rules import apply_rule_actions, passes_rules
@@ -984,6 +986,12 @@ def _late_input(
         spark.table(cycle.catalog.apply_table(dictionary.TRANSACTIONS)),
         cycle.apply_name,
         plan.cycle_id,
+    ).unionByName(
+        rolled_back_before(
+            spark.table(cycle.catalog.apply_table(dictionary.ROLLED_BACK)),
+            cycle.apply_name,
+            plan.cycle_id,
+        )
     )
     late = find_late_input(
         spark,
@@ -997,6 +1005,21 @@ def _late_input(
     settled = materialize(late.late_lcr_transactions)
     if settled.isEmpty():
         return LateInput(settled, late.late_commits)
+    # LCRs of a transaction whose ROLLBACK was processed: settled (out of the spill), never
+    # applied nor queued, like the rest of the transaction.
+    after_rollback = settled.where(F.col(ROLLED_BACK_FLAG))
+    missed = settled.where(~F.col(ROLLED_BACK_FLAG)).drop(ROLLED_BACK_FLAG)
+    if not after_rollback.isEmpty():
+        discarded = lcrs.where(F.col(ARRIVED)).join(
+            after_rollback.select(*TRANSACTION_KEY), list(TRANSACTION_KEY), "left_semi"
+        )
+        cycle.progress(
+            f"{discarded.count()} LCR(s) landed after their transaction's ROLLBACK was "
+            "processed: settled as rolled back (kept in bronze, not applied)"
+        )
+        if missed.isEmpty():
+            return LateInput(missed, late.late_commits, settled_transactions=settled)
+    settled, all_settled = missed, settled
     # Rare (a transaction's LCRs landing after its COMMIT was processed): only then is the
     # earlier bronze of those transactions read, to tell copies from changes the apply missed.
     landed_before = spark.table(cycle.catalog.bronze_table(LCR_TABLE)).where(
@@ -1014,7 +1037,7 @@ def _late_input(
             late_lcrs.select(*TRANSACTION_KEY).distinct(), list(TRANSACTION_KEY), "left_semi"
         ),
         late.late_commits,
-        settled_transactions=settled,
+        settled_transactions=all_settled,
         late_lcrs=late_lcrs,
     )
 
@@ -1562,6 +1585,8 @@ def _record_progress(
                 versions_after,
             )
         )
+    if totals["rolled_back"]:
+        _record_rollbacks(cycle, inputs)
     cycle.progress("watermarks computed")
     _append(
         spark.createDataFrame(progress_rows, dictionary.PROGRESS_SCHEMA),
@@ -1572,6 +1597,30 @@ def _record_progress(
     )
     cycle.crash_point("progress", "after progress")
     return totals, watermarks
+
+
+def _record_rollbacks(cycle: _Cycle, inputs: _CycleInput) -> None:
+    """The transactions whose ROLLBACK arrived this cycle, so that a later cycle settles LCRs
+    of theirs that land after it (silver/late.py) instead of keeping them in the spill."""
+    rows = (
+        inputs.lcrs.where(F.col(ARRIVED) & (F.col("command_type") == "ROLLBACK"))
+        .groupBy(*TRANSACTION_KEY)
+        .agg(F.max("scn").alias("rollback_scn"))
+        .select(
+            F.lit(cycle.apply_name).alias("apply_name"),
+            F.col("source_database_name").alias("source_database"),
+            "transaction_id",
+            "rollback_scn",
+            F.lit(cycle.plan.cycle_id).cast("long").alias("cycle_id"),
+        )
+    )
+    _append(
+        rows,
+        cycle.catalog.apply_table(dictionary.ROLLED_BACK),
+        dictionary.ROLLED_BACK_SCHEMA,
+        f"{cycle.app}:rolled_back",
+        cycle.plan.cycle_id,
+    )
 
 
 def _redeliveries(cycle: _Cycle, inputs: _CycleInput) -> DataFrame:

@@ -13,6 +13,10 @@ and neither may be silently lost or silently applied out of order:
   would put it after transactions that committed after it. The whole transaction goes to the
   error queue (``ORA-20002``) instead of being applied.
 
+LCRs that land after their transaction's ROLLBACK was processed are neither: a rolled-back
+transaction is never applied (rule 1), so they leave the spill at once, as the rest of it did,
+and stay in bronze; the cycle reports how many (``lakeapply apply``'s progress).
+
 Why the error queue and not the quarantine: the quarantine holds lines that break the LCR
 contract, one line at a time, with no transaction and no way back; these LCRs are valid, belong
 to a transaction, and the DBA's tools for a transaction that could not be applied in order are
@@ -41,6 +45,8 @@ from lakeapply.silver.transactions import TRANSACTION_KEY
 
 LATE_LCRS_ERROR = 20001
 LATE_COMMIT_ERROR = 20002
+# On a processed transaction (processed_before / rolled_back_before): its ROLLBACK was processed.
+ROLLED_BACK_FLAG = "rolled_back"
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,24 @@ def processed_before(transactions_table: DataFrame, apply_name: str, cycle_id: i
         .agg(
             F.max("commit_scn").alias("commit_scn"),
             F.max("cycle_id").alias("applied_cycle"),
+            F.lit(False).alias(ROLLED_BACK_FLAG),
+        )
+    )
+
+
+def rolled_back_before(rolled_back_table: DataFrame, apply_name: str, cycle_id: int) -> DataFrame:
+    """Every transaction whose ROLLBACK a committed earlier cycle of this apply processed, in the
+    shape of :func:`processed_before` (no commit SCN; ``applied_cycle`` is the ROLLBACK's
+    cycle) with ``rolled_back`` true."""
+    return (
+        rolled_back_table.where(
+            (F.col("apply_name") == apply_name) & (F.col("cycle_id") < cycle_id)
+        )
+        .groupBy(F.col("source_database").alias("source_database_name"), "transaction_id")
+        .agg(
+            F.lit(None).cast("long").alias("commit_scn"),
+            F.max("cycle_id").alias("applied_cycle"),
+            F.lit(True).alias(ROLLED_BACK_FLAG),
         )
     )
 
