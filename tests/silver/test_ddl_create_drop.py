@@ -212,6 +212,44 @@ def test_create_table_reads_an_out_of_line_primary_key_and_literal_defaults() ->
     assert created.column("STATUS").default == "OPEN"
 
 
+def test_create_table_reads_inline_and_out_of_line_unique_constraints_as_unique_keys() -> None:
+    created = parse_ddl(
+        "CREATE TABLE BANK.CARD (ID NUMBER, PAN VARCHAR2(19) CONSTRAINT CARD_PAN UNIQUE, "
+        "HOLDER NUMBER NOT NULL, SEQ NUMBER, UNIQUE (HOLDER, SEQ))",
+        "BANK",
+    ).created
+    assert created is not None
+    assert [(k.name, k.columns) for k in created.unique_keys] == [
+        ("CARD_PAN", ("PAN",)),
+        ("CARD_UK2", ("HOLDER", "SEQ")),
+    ]
+    # no primary key: the key is the unique key with a NOT NULL column (rule 5), not every column
+    assert (created.primary_key, created.key_columns()) == ((), ("HOLDER", "SEQ"))
+
+
+def test_create_table_as_select_of_a_routed_table_goes_to_the_error_queue_not_ignored(
+    spark: SparkSession, lakeapply: LakeapplyHarness
+) -> None:
+    lakeapply.configure(
+        apply_settings(
+            ACCOUNT,
+            positive_rules=BANK_SCHEMA,
+            schema_instantiation_scns=(("ORCL", "BANK", 0),),
+            disable_on_error=False,
+        )
+    )
+    ctas = "CREATE TABLE BANK.LOAN AS SELECT ID, BALANCE AS AMOUNT FROM BANK.ACCOUNT"
+    lakeapply.run(lakeapply.txn(transaction_id="4.1.1").ddl("BANK.LOAN", ctas).commit())
+
+    assert _errors(lakeapply) == [("4.1.1", 3001)]
+    message = lakeapply.error_queue().collect()[0].error_message
+    assert message.startswith(
+        'ORA-03001: CREATE TABLE "BANK"."LOAN" AS SELECT is not applied: the rows it copies are '
+        "not in the LCR stream"
+    )
+    assert not _exists(lakeapply, LOAN)
+
+
 def test_a_default_literal_is_kept_as_its_value_not_as_its_sql_text() -> None:
     statement = parse_ddl("ALTER TABLE BANK.ACCOUNT ADD (NOTE VARCHAR2(9) DEFAULT 'it''s')", "BANK")
     assert statement.added[0].column.default == "it's"

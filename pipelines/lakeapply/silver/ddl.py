@@ -73,8 +73,9 @@ class AddColumn:
 class DdlStatement:
     """What one DDL statement does to one table.
 
-    ``kind``: ADD, DROP, RENAME, MODIFY, TRUNCATE, DROP TABLE, CREATE TABLE, or IGNORED
-    (indexes, constraints, grants, comments: no column, no row changes).
+    ``kind``: ADD, DROP, RENAME, MODIFY, TRUNCATE, DROP TABLE, CREATE TABLE,
+    CREATE TABLE AS SELECT (not applied: the rows it copies are not in the LCR stream), or
+    IGNORED (indexes, constraints, grants, comments: no column, no row changes).
     """
 
     kind: str
@@ -171,6 +172,7 @@ def _parse(sql: str, text: str) -> exp.Expression:
     return parsed
 
 
+CREATE_TABLE_AS_SELECT = "CREATE TABLE AS SELECT"
 IGNORED_COMMANDS = ("CREATE", "COMMENT", "GRANT", "REVOKE", "ANALYZE", "AUDIT", "NOAUDIT")
 
 
@@ -208,6 +210,7 @@ def parse_ddl(text: str, default_owner: str | None) -> DdlStatement:
                 )
             ]
             primary += _table_primary_key(schema)
+            unique = _unique_keys(schema, table)
             document = {
                 "owner": owner,
                 "name": table,
@@ -222,12 +225,16 @@ def parse_ddl(text: str, default_owner: str | None) -> DdlStatement:
                     for c in columns
                 ],
                 **({"primary_key": primary} if primary else {}),
+                **({"unique_keys": unique} if unique else {}),
             }
             try:
                 created = table_definition_from_dict(document, f"DDL {text}")
             except ConfigurationError as error:
                 raise DdlError(INVALID_STATEMENT, str(error)) from None
             return DdlStatement("CREATE TABLE", owner, table, created=created)
+        if kind == "TABLE" and isinstance(schema, exp.Table):
+            owner, table = _table_name(schema, default_owner)
+            return DdlStatement(CREATE_TABLE_AS_SELECT, owner, table)
         return DdlStatement("IGNORED", None, None, reason=f"CREATE {kind} changes no table rows")
     if isinstance(parsed, exp.Command):
         verb = str(parsed.this).upper()
@@ -242,6 +249,33 @@ def parse_ddl(text: str, default_owner: str | None) -> DdlStatement:
     if isinstance(parsed, exp.Alter):
         return _alter(parsed, text, default_owner)
     raise DdlError(UNIMPLEMENTED, f"this statement is not applied: {text}")
+
+
+def _unique_keys(schema: exp.Schema, table: str) -> list[dict[str, Any]]:
+    """The table's UNIQUE constraints, inline (``A VARCHAR2(9) [CONSTRAINT n] UNIQUE``) and
+    out of line (``[CONSTRAINT n] UNIQUE (A, B)``), as table-definition ``unique_keys``; an
+    unnamed one is called ``<table>_UK<n>`` (Oracle's SYS_C name is not in the DDL text)."""
+    keys: list[dict[str, Any]] = []
+
+    def add(name: Any, columns: list[str]) -> None:
+        keys.append(
+            {"name": _name(name) if name else f"{table}_UK{len(keys) + 1}", "columns": columns}
+        )
+
+    for item in schema.expressions:
+        if isinstance(item, exp.ColumnDef):
+            for constraint in item.args.get("constraints") or []:
+                if isinstance(constraint.args.get("kind"), exp.UniqueColumnConstraint):
+                    add(constraint.this, [_name(item.this)])
+            continue
+        name = item.this if isinstance(item, exp.Constraint) else None
+        inner = item.expressions if isinstance(item, exp.Constraint) else [item]
+        for constraint in inner:
+            if isinstance(constraint, exp.UniqueColumnConstraint) and isinstance(
+                constraint.this, exp.Schema
+            ):
+                add(name, [_name(column) for column in constraint.this.expressions])
+    return keys
 
 
 def _table_primary_key(schema: exp.Schema) -> list[str]:

@@ -50,6 +50,7 @@ from lakeapply.runtime.retry import retry_on_concurrent_modification
 from lakeapply.silver import dictionary
 from lakeapply.silver.components import STATIC_GROUP, key_components, transaction_components
 from lakeapply.silver.ddl import (
+    CREATE_TABLE_AS_SELECT,
     NAME_IN_USE,
     NO_INSTANTIATION_SCN,
     TABLE_NOT_FOUND,
@@ -2325,6 +2326,22 @@ def _ddl_change(settings: ApplySettings, lcr: Any) -> _DdlChange | str:
     table = settings.table_for(database, str(owner), str(name))
     if statement.kind == "CREATE TABLE":
         return _create_table_change(settings, lcr, statement, table, database)
+    if statement.kind == CREATE_TABLE_AS_SELECT:
+        if table is None and settings.positive_rules is None:
+            return (
+                f"CREATE TABLE {owner}.{name} AS SELECT: not routed (apply "
+                f"{settings.apply_name} has no positive rule set; only its declared tables are "
+                "applied)"
+            )
+        scn = settings.instantiation_scn_for(database, str(owner), str(name))
+        if scn is not None and int(lcr.commit_scn) <= scn:
+            return f"CREATE TABLE {owner}.{name} AS SELECT: commit SCN {lcr.commit_scn} <= {scn}"
+        raise DdlError(
+            UNIMPLEMENTED,
+            f'CREATE TABLE "{owner}"."{name}" AS SELECT is not applied: the rows it copies are '
+            "not in the LCR stream (create and load the destination table, declare it in "
+            f"lakeapply.yml, then DELETE_ERROR): {lcr.ddl_text}",
+        )
     # Without a positive rule set, the declared tables are the apply's only table rules.
     routed = settings.positive_rules is not None
     if table is None and not (routed and statement.kind == "DROP TABLE"):
