@@ -18,7 +18,8 @@ renamed as (
         object_name,
         tag_condition,
         rule_condition,
-        subset_condition
+        subset_condition,
+        transformations_json
 
     from source
 
