@@ -215,9 +215,10 @@ def _file_states(spark: SparkSession, catalog: Catalog) -> dict[str, FileState]:
 
 
 def _unfinished_batch(
-    spark: SparkSession, catalog: Catalog
+    spark: SparkSession, catalog: Catalog, formats: LandingFormats, landing: Path
 ) -> tuple[int, list[PlannedFile]] | None:
-    """The last batch, if it was planned but never committed."""
+    """The last batch, if it was planned but never committed. Each file keeps the capture
+    format it was planned with; one planned before formats were logged takes ``formats``'."""
     log_table = spark.table(catalog.bronze_table(INGEST_LOG_TABLE))
     last = log_table.agg(F.max("batch_id")).collect()[0][0]
     if last is None:
@@ -241,8 +242,10 @@ def _unfinished_batch(
             modified_ns=r.modified_ns,
             planned_fingerprint=r.fingerprint,
             note=r.note,
-            capture_format=CaptureFormat(
-                r.capture_format or LCR_LINES.name, r.capture_source_database
+            capture_format=(
+                CaptureFormat(r.capture_format, r.capture_source_database)
+                if r.capture_format is not None
+                else formats.of(r.source_file, landing)
             ),
         )
         for r in planned
@@ -488,15 +491,19 @@ def classify_landed_lines(
     )
     if capture_format.name == DEBEZIUM_JSON:
         pending = adapted.where("pending_commit").withColumn(RELEASED_END, F.lit(False))
-        waiting = _waiting_end_events(spark, catalog, capture_format, batch_id).join(
-            # an END landed again in this batch is examined as this batch's line
-            pending.select("txn_database", "txn_id"),
-            ["txn_database", "txn_id"],
-            "left_anti",
+        waiting = _waiting_end_events(spark, catalog, capture_format, batch_id)
+        if waiting is not None:
+            pending = pending.unionByName(
+                waiting.join(
+                    # an END landed again in this batch is examined as this batch's line
+                    pending.select("txn_database", "txn_id"),
+                    ["txn_database", "txn_id"],
+                    "left_anti",
+                )
+            )
+        resolved = _resolve_end_events(spark, catalog, pending, classified, batch_id).where(
+            ~F.col(RELEASED_END) | F.col("read_problem").isNull()
         )
-        resolved = _resolve_end_events(
-            spark, catalog, pending.unionByName(waiting), classified, batch_id
-        ).where(~F.col(RELEASED_END) | F.col("read_problem").isNull())
         classified = classified.unionByName(classify_lines(resolved))
     return classified.drop(*_ADAPTER_ONLY, "pending_commit")
 
@@ -537,10 +544,11 @@ def _whole_lines(classified: DataFrame) -> DataFrame:
 
 def _waiting_end_events(
     spark: SparkSession, catalog: Catalog, capture_format: CaptureFormat, batch_id: int
-) -> DataFrame:
+) -> DataFrame | None:
     """END events quarantined by earlier batches while their change events had not all landed,
     whose transaction has no COMMIT in bronze yet: adapted again from their raw line, as
-    pending-commit rows (``released_end`` True), one per transaction (its first END line)."""
+    pending-commit rows (``released_end`` True), one per transaction (its first END line).
+    None when the quarantine holds no waiting END event (bronze is then not read)."""
     quarantined = (
         spark.table(catalog.bronze_table(QUARANTINE_TABLE))
         .where(
@@ -573,6 +581,8 @@ def _waiting_end_events(
         .select("source_file")
         .distinct()
     )
+    if quarantined.isEmpty():
+        return None
     quarantined = quarantined.join(same_format, "source_file", "left_semi")
     committed = (
         spark.table(catalog.bronze_table(LCR_TABLE))
@@ -741,7 +751,7 @@ def ingest(
     )
     ensure_bronze_tables(spark, catalog)
     log_table = catalog.bronze_table(INGEST_LOG_TABLE)
-    unfinished = _unfinished_batch(spark, catalog)
+    unfinished = _unfinished_batch(spark, catalog, formats, landing)
     resumed = unfinished is not None
     now = datetime.now(UTC).replace(tzinfo=None)
     if unfinished is not None:
