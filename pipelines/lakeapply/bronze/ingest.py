@@ -566,17 +566,12 @@ def _waiting_end_events(
             F.lit(None).cast("string").alias("prefix_fingerprint"),
         )
     )
-    # Files read in this format (NULL: logged before formats were logged, so possibly this one).
+    # Files read in this format (NULL: logged before formats were logged, so possibly this one),
+    # whatever source database the run named: an END event names its own, else this run's holds.
     log = spark.table(catalog.bronze_table(INGEST_LOG_TABLE))
     same_format = (
         log.where(
-            F.col("capture_format").isNull()
-            | (
-                (F.col("capture_format") == capture_format.name)
-                & F.col("capture_source_database").eqNullSafe(
-                    F.lit(capture_format.source_database).cast("string")
-                )
-            )
+            F.col("capture_format").isNull() | (F.col("capture_format") == capture_format.name)
         )
         .select("source_file")
         .distinct()
