@@ -27,7 +27,8 @@ run: $(STAMP) ## Demo on the embedded default: generate LCRs -> bronze -> silver
 
 # The CI tier: static checks, then every test not marked slow or soak, on two pytest-xdist workers
 # (one SparkSession each; tests sharing a module fixture or the built wheel stay on one worker);
-# 33.2 min measured on 2 cores on 2026-11-26 (42.8 min before the small-data Spark profile).
+# 33.2 min measured on 2 cores on 2026-11-26 (42.8 min before the small-data Spark profile);
+# 56.8 min the same afternoon on a machine where every test ran ~1.8x slower.
 .PHONY: test
 test: check ## Static checks + the test suite (what CI runs)
 	$(BIN)/pytest -q -n 2 --dist loadgroup -m "not slow and not soak" --durations=30
