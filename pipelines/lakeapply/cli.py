@@ -1101,6 +1101,39 @@ def remove_transformation_command(
     _admin_call(obj, "remove_transformation", apply_name, source_database, object_name, step)
 
 
+@admin_group.command("add-rule-transformation")
+@click.argument("apply_name")
+@click.argument("rule_number", type=click.IntRange(min=1))
+@click.argument("step_json", metavar="STEP")
+@click.option("--step", type=click.IntRange(min=1), default=None, help="1-based; default: last.")
+@click.pass_obj
+def add_rule_transformation_command(
+    obj: CliContext, apply_name: str, rule_number: int, step_json: str, step: int | None
+) -> None:
+    """A rule-based transformation (RENAME_SCHEMA, RENAME_TABLE, the column procedures) on
+    positive rule RULE_NUMBER (DBA_STREAMS_RULES' <apply>_POSITIVE_<n>). STEP is one
+    lakeapply.yml step as JSON, e.g. '{"rename_schema": {"from": "HR", "to": "HR2"}}'."""
+    try:
+        transformation = json.loads(step_json)
+    except json.JSONDecodeError as error:
+        raise click.BadParameter(f"not JSON: {error}", param_hint="STEP") from None
+    if not isinstance(transformation, dict):
+        raise click.BadParameter("one step: a JSON object", param_hint="STEP")
+    _admin_call(obj, "add_rule_transformation", apply_name, rule_number, transformation, step)
+
+
+@admin_group.command("remove-rule-transformation")
+@click.argument("apply_name")
+@click.argument("rule_number", type=click.IntRange(min=1))
+@click.option("--step", type=click.IntRange(min=1), default=None, help="Default: every step.")
+@click.pass_obj
+def remove_rule_transformation_command(
+    obj: CliContext, apply_name: str, rule_number: int, step: int | None
+) -> None:
+    """The same with operation REMOVE: one step, or every step of the positive rule."""
+    _admin_call(obj, "remove_rule_transformation", apply_name, rule_number, step)
+
+
 @main.command()
 @click.option(
     "--command",

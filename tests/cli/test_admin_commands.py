@@ -16,7 +16,14 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, tuple[Any, ...]]]:
     """The admin API calls the commands make, without a Spark session."""
     seen: list[tuple[str, tuple[Any, ...]]] = []
     monkeypatch.setattr(cli, "_spark", lambda obj: "spark")
-    for name in ("add_rule", "remove_rule", "add_transformation", "remove_transformation"):
+    for name in (
+        "add_rule",
+        "remove_rule",
+        "add_transformation",
+        "remove_transformation",
+        "add_rule_transformation",
+        "remove_rule_transformation",
+    ):
         monkeypatch.setattr(admin, name, lambda *args, _name=name: seen.append((_name, args[2:])))
     return seen
 
@@ -110,4 +117,28 @@ def test_remove_transformation_without_a_step_removes_every_step(calls: list[Any
     assert calls == [
         ("remove_transformation", ("APPLY_X", "ORCL", "HR.EMP", None)),
         ("remove_transformation", ("APPLY_X", "ORCL", "HR.EMP", 2)),
+    ]
+
+
+def test_rule_transformation_commands_pass_the_rule_number_and_the_step(calls: list[Any]) -> None:
+    _invoke(
+        "add-rule-transformation",
+        "APPLY_X",
+        "2",
+        '{"rename_table": {"from": "HR.A", "to": "HR.B"}}',
+    )
+    _invoke("add-rule-transformation", "APPLY_X", "1", '{"delete_column": "NOTE"}', "--step", "1")
+    _invoke("remove-rule-transformation", "APPLY_X", "2")
+    result = CliRunner().invoke(
+        cli.main, ["admin", "add-rule-transformation", "APPLY_X", "1", "[]"]
+    )
+    assert result.exit_code == 2
+    assert "one step: a JSON object" in result.output
+    assert calls == [
+        (
+            "add_rule_transformation",
+            ("APPLY_X", 2, {"rename_table": {"from": "HR.A", "to": "HR.B"}}, None),
+        ),
+        ("add_rule_transformation", ("APPLY_X", 1, {"delete_column": "NOTE"}, 1)),
+        ("remove_rule_transformation", ("APPLY_X", 2, None)),
     ]

@@ -14,7 +14,7 @@ from lakeapply.contract.table_definitions import SCHEMAS_DIR, table_definition_f
 from lakeapply.errors import ConfigurationError
 from lakeapply.runtime.catalog import Catalog
 from lakeapply.silver import admin
-from lakeapply.silver.config import load_config
+from lakeapply.silver.config import load_config, transformation_to_dict
 from lakeapply.silver.engine import apply_status
 from lakeapply.silver.settings import (
     ApplySettings,
@@ -281,6 +281,33 @@ def test_rules_added_and_removed_through_the_api_load_back_in_their_rule_sets(
         spark, catalog, "APPLY_RULES", "positive", {"schema": "SYNTH", "table": "T001"}
     )
     assert admin.load_settings(spark, catalog, "APPLY_RULES").positive_rules is None
+
+
+def test_transformation_steps_are_added_to_and_removed_from_a_positive_rule_by_number(
+    spark: SparkSession, catalog: Catalog
+) -> None:
+    admin.publish_settings(spark, catalog, replace(DEMO, apply_name="APPLY_RULE_STEPS"))
+    admin.add_rule(spark, catalog, "APPLY_RULE_STEPS", "positive", {"schema": "LEGACY"})
+    rename = {"rename_schema": {"from": "LEGACY", "to": "US03"}}
+    admin.add_rule_transformation(spark, catalog, "APPLY_RULE_STEPS", 1, rename)
+    admin.add_rule_transformation(
+        spark, catalog, "APPLY_RULE_STEPS", 1, {"delete_column": "NOTE"}, step_number=1
+    )
+
+    [rule] = admin.load_settings(spark, catalog, "APPLY_RULE_STEPS").positive_rules or ()
+    assert [transformation_to_dict(step) for step in rule.transformations] == [
+        {"delete_column": "NOTE", "value_type": "*"},
+        {**rename, "value_type": "*"},
+    ]
+    admin.remove_rule_transformation(spark, catalog, "APPLY_RULE_STEPS", 1, 1)
+    [rule] = admin.load_settings(spark, catalog, "APPLY_RULE_STEPS").positive_rules or ()
+    assert [transformation_to_dict(step) for step in rule.transformations] == [
+        {**rename, "value_type": "*"}
+    ]
+    with pytest.raises(ConfigurationError, match="no positive rule 2"):
+        admin.add_rule_transformation(spark, catalog, "APPLY_RULE_STEPS", 2, rename)
+    with pytest.raises(ConfigurationError, match="has no transformation step 3"):
+        admin.remove_rule_transformation(spark, catalog, "APPLY_RULE_STEPS", 1, 3)
 
 
 def test_a_rule_the_configuration_file_would_refuse_is_refused_by_the_api_too(

@@ -874,6 +874,81 @@ def remove_transformation(
     _publish(spark, catalog, _with_table(settings, changed), settings)
 
 
+def add_rule_transformation(
+    spark: SparkSession,
+    catalog: Catalog,
+    apply_name: str,
+    rule_number: int,
+    step: dict[str, Any],
+    step_number: int | None = None,
+) -> None:
+    """A rule-based transformation (RENAME_SCHEMA, RENAME_TABLE and the column procedures with
+    ``rule_name``, operation ADD): insert ``step`` (lakeapply.yml's form) into the steps of
+    positive rule ``rule_number`` (1-based, its RULE_NAME ``<apply>_POSITIVE_<n>`` in
+    DBA_STREAMS_RULES) at ``step_number`` (1-based; None: after the last)."""
+    procedure = "ADD_RULE_TRANSFORMATION"
+    settings = load_settings(spark, catalog, apply_name)
+    rules = list(settings.positive_rules or ())
+    rule = _positive_rule(settings, rules, rule_number, procedure)
+    added = checked_transformation(
+        step, f"{settings.apply_name}: {procedure} {settings.apply_name}_POSITIVE_{rule_number}"
+    )
+    steps = list(rule.transformations)
+    position = len(steps) + 1 if step_number is None else step_number
+    if not 1 <= position <= len(steps) + 1:
+        raise _fail(
+            settings.apply_name,
+            procedure,
+            f"step number {step_number} is outside 1..{len(steps) + 1} for positive rule "
+            f"{rule_number}",
+        )
+    steps.insert(position - 1, added)
+    rules[rule_number - 1] = replace(rule, transformations=tuple(steps))
+    _publish(spark, catalog, _with_rules(settings, "POSITIVE", tuple(rules)), settings)
+
+
+def remove_rule_transformation(
+    spark: SparkSession,
+    catalog: Catalog,
+    apply_name: str,
+    rule_number: int,
+    step_number: int | None,
+) -> None:
+    """The same with operation REMOVE: drop step ``step_number`` of positive rule
+    ``rule_number`` (both 1-based, as DBA_STREAMS_TRANSFORMATIONS shows them); None drops all."""
+    procedure = "REMOVE_RULE_TRANSFORMATION"
+    settings = load_settings(spark, catalog, apply_name)
+    rules = list(settings.positive_rules or ())
+    rule = _positive_rule(settings, rules, rule_number, procedure)
+    steps = list(rule.transformations)
+    if step_number is None:
+        steps = []
+    elif 1 <= step_number <= len(steps):
+        del steps[step_number - 1]
+    else:
+        raise _fail(
+            settings.apply_name,
+            procedure,
+            f"positive rule {rule_number} has no transformation step {step_number} "
+            f"({len(steps)} steps)",
+        )
+    rules[rule_number - 1] = replace(rule, transformations=tuple(steps))
+    _publish(spark, catalog, _with_rules(settings, "POSITIVE", tuple(rules)), settings)
+
+
+def _positive_rule(
+    settings: ApplySettings, rules: list[ApplyRule], rule_number: int, procedure: str
+) -> ApplyRule:
+    if not 1 <= rule_number <= len(rules):
+        raise _fail(
+            settings.apply_name,
+            procedure,
+            f"no positive rule {rule_number} (the positive rule set has {len(rules)} rules; "
+            "transformations attach to positive rules only)",
+        )
+    return rules[rule_number - 1]
+
+
 def start_apply(spark: SparkSession, catalog: Catalog, apply_name: str) -> None:
     """START_APPLY: status ENABLED (engine.start_apply)."""
     engine.start_apply(spark, catalog, load_settings(spark, catalog, apply_name))
