@@ -133,7 +133,12 @@ def find_late_input(
     late_commit_rows = (
         transactions.where(F.col("state") == "COMMITTED")
         .join(commits_arrived, list(TRANSACTION_KEY), "left_semi")
-        .join(processed.select(*TRANSACTION_KEY), list(TRANSACTION_KEY), "left_anti")
+        .join(
+            # a ROLLBACK processed before does not exempt a COMMIT from the order check
+            processed.where(~F.col(ROLLED_BACK_FLAG)).select(*TRANSACTION_KEY),
+            list(TRANSACTION_KEY),
+            "left_anti",
+        )
         .join(F.broadcast(floor), "source_database_name")
         .where(F.col("commit_scn") < F.col("low_watermark_before"))
         .join(counts, list(TRANSACTION_KEY), "left")
