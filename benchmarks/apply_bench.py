@@ -46,12 +46,8 @@ from lakeapply.contract.table_definitions import TableDefinition
 from lakeapply.landing.generator import WorkloadSpec, write_workload
 from lakeapply.runtime.catalog import Catalog
 from lakeapply.runtime.session import LocalSparkSettings, get_spark
-from lakeapply.silver.engine import (
-    ensure_apply_tables,
-    ensure_destination_tables,
-    load_initial_copy,
-    run_apply,
-)
+from lakeapply.silver.engine import load_initial_copy, run_apply
+from lakeapply.silver.plan import ensure_apply_tables, ensure_destination_tables
 from lakeapply.silver.settings import ApplySettings, CommitSerialization, DestinationTable
 
 RESULTS = Path(__file__).parent / "results"

@@ -38,7 +38,8 @@ from lakeapply.landing.generator import synthetic_table_definitions
 from lakeapply.runtime.catalog import Catalog
 from lakeapply.runtime.session import LocalSparkSettings, get_spark
 from lakeapply.silver import dictionary
-from lakeapply.silver.engine import ensure_apply_tables, ensure_destination_tables, run_apply
+from lakeapply.silver.engine import run_apply
+from lakeapply.silver.plan import ensure_apply_tables, ensure_destination_tables
 
 TABLE = synthetic_table_definitions(1)[0]  # SYNTH.T001: ID NUMBER(10) key, NAME VARCHAR2(40)
 FIRST_SCN = 1_000

@@ -36,7 +36,8 @@ from lakeapply.contract.table_definitions import TableDefinition
 from lakeapply.landing.generator import WorkloadSpec, write_workload
 from lakeapply.runtime.catalog import Catalog
 from lakeapply.runtime.session import LocalSparkSettings, get_spark
-from lakeapply.silver.engine import ensure_apply_tables, ensure_destination_tables, run_apply
+from lakeapply.silver.engine import run_apply
+from lakeapply.silver.plan import ensure_apply_tables, ensure_destination_tables
 
 
 def _workload(

@@ -7,7 +7,7 @@ each time into new databases:
 * baseline: one after the other, each by writing an empty DataFrame (``saveAsTable``), which
   plans and runs a Spark job besides the Delta commit and the metastore entry (lakeapply's way
   until 2026-11-26);
-* current: :func:`lakeapply.silver.engine.ensure_apply_tables`, a ``CREATE TABLE`` with a column
+* current: :func:`lakeapply.silver.plan.ensure_apply_tables`, a ``CREATE TABLE`` with a column
   list per table (a commit and a metastore entry, no job), several side by side.
 
 Writes ``benchmarks/results/table-creation-<timestamp>.md`` and ``table-creation-latest.md``.
@@ -38,7 +38,7 @@ from lakeapply.bronze.tables import (
 from lakeapply.runtime.catalog import Catalog, ensure_database
 from lakeapply.runtime.session import LocalSparkSettings, get_spark
 from lakeapply.silver import dictionary
-from lakeapply.silver.engine import ensure_apply_tables
+from lakeapply.silver.plan import ensure_apply_tables
 
 
 def _one_by_one_with_empty_writes(spark: SparkSession, catalog: Catalog) -> int:

@@ -577,7 +577,7 @@ def _apply_settings(spark: Any, catalog: Any, apply_name: str | None) -> Any:
     from lakeapply.errors import ConfigurationError
     from lakeapply.silver import dictionary
     from lakeapply.silver.admin import load_settings
-    from lakeapply.silver.engine import ensure_apply_tables
+    from lakeapply.silver.plan import ensure_apply_tables
 
     ensure_apply_tables(spark, catalog)
     if apply_name is None:

@@ -24,7 +24,8 @@ from lakeapply.runtime.session import LocalSparkSettings, get_spark
 from lakeapply.silver import dictionary
 from lakeapply.silver.admin import load_settings, publish_settings
 from lakeapply.silver.config import load_config
-from lakeapply.silver.engine import ensure_apply_tables, run_apply
+from lakeapply.silver.engine import run_apply
+from lakeapply.silver.plan import ensure_apply_tables
 from lakeapply.silver.settings import ApplySettings
 from lakeapply.status import collect_status, render_status
 

@@ -15,7 +15,8 @@ from pyspark.sql import Row, SparkSession
 
 from lakeapply.gold import GoldError, GoldReport, run_gold, session_warehouse
 from lakeapply.silver.admin import publish_settings
-from lakeapply.silver.engine import DROP_RECORDED_CRASH_POINT, SimulatedApplyCrash, apply_cycle
+from lakeapply.silver.cycle_state import DROP_RECORDED_CRASH_POINT, SimulatedApplyCrash
+from lakeapply.silver.engine import apply_cycle
 from lakeapply.silver.settings import ApplyRule
 from lakeapply.testing import LakeapplyHarness, apply_settings, table_definition
 

@@ -30,7 +30,9 @@ from lakeapply.runtime.streaming import (
     stream_apply,
     stream_ingest,
 )
-from lakeapply.silver.engine import SimulatedApplyCrash, run_apply, stop_apply
+from lakeapply.silver.cycle_state import SimulatedApplyCrash
+from lakeapply.silver.engine import run_apply
+from lakeapply.silver.plan import stop_apply
 from tests.silver.differential import prepare, read_outcome
 from tests.silver.test_engine_restart import generated_workload
 

@@ -30,12 +30,11 @@ from pyspark.sql import functions as F
 from lakeapply.runtime.catalog import Catalog
 from lakeapply.silver import dictionary
 from lakeapply.silver.config import load_config
-from lakeapply.silver.engine import (
+from lakeapply.silver.engine import load_initial_copy, run_apply
+from lakeapply.silver.plan import (
     apply_status,
     ensure_apply_tables,
     ensure_destination_tables,
-    load_initial_copy,
-    run_apply,
     start_apply,
 )
 from lakeapply.silver.settings import ApplySettings

@@ -15,7 +15,7 @@ from lakeapply.errors import ConfigurationError
 from lakeapply.runtime.catalog import Catalog
 from lakeapply.silver import admin
 from lakeapply.silver.config import load_config, transformation_to_dict
-from lakeapply.silver.engine import apply_status
+from lakeapply.silver.plan import apply_status
 from lakeapply.silver.settings import (
     ApplySettings,
     CommitSerialization,

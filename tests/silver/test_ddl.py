@@ -8,8 +8,9 @@ import pytest
 from pyspark.sql import SparkSession
 
 from lakeapply.silver import dictionary
+from lakeapply.silver.cycle_state import SimulatedApplyCrash
 from lakeapply.silver.ddl import DdlError, parse_ddl
-from lakeapply.silver.engine import SimulatedApplyCrash, apply_cycle
+from lakeapply.silver.engine import apply_cycle
 from lakeapply.testing import LakeapplyHarness, apply_settings, destination, table_definition
 
 ACCOUNT = table_definition(

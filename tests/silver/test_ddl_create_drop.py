@@ -9,8 +9,9 @@ import pytest
 from pyspark.sql import SparkSession
 
 from lakeapply.silver import dictionary
+from lakeapply.silver.cycle_state import DROP_RECORDED_CRASH_POINT, SimulatedApplyCrash
 from lakeapply.silver.ddl import is_dropped_json, parse_ddl
-from lakeapply.silver.engine import DROP_RECORDED_CRASH_POINT, SimulatedApplyCrash, apply_cycle
+from lakeapply.silver.engine import apply_cycle
 from lakeapply.silver.settings import ApplyRule
 from lakeapply.testing import LakeapplyHarness, apply_settings, table_definition
 

@@ -6,13 +6,9 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from lakeapply.errors import ApplyAbortedError
+from lakeapply.silver.cycle_state import ABORT_STATUS_CRASH_POINT, CRASH_POINTS, SimulatedApplyCrash
 from lakeapply.silver.dependent import held_transactions
-from lakeapply.silver.engine import (
-    ABORT_STATUS_CRASH_POINT,
-    CRASH_POINTS,
-    SimulatedApplyCrash,
-    apply_cycle,
-)
+from lakeapply.silver.engine import apply_cycle
 from lakeapply.silver.settings import CommitSerialization
 from lakeapply.testing import LakeapplyHarness, Transaction, apply_settings, table_definition
 

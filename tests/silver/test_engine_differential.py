@@ -27,7 +27,8 @@ from pyspark.sql import SparkSession
 
 from lakeapply.gold import run_gold, session_warehouse
 from lakeapply.runtime.catalog import Catalog
-from lakeapply.silver.engine import CRASH_POINTS, SimulatedApplyCrash, apply_cycle
+from lakeapply.silver.cycle_state import CRASH_POINTS, SimulatedApplyCrash
+from lakeapply.silver.engine import apply_cycle
 from tests.reference.workloads import Workload, workloads
 from tests.silver import differential
 from tests.silver.differential import compare, engine_outcomes, isolate, reference_outcome

@@ -11,7 +11,8 @@ from pyspark.sql import SparkSession
 
 from lakeapply.landing.generator import WorkloadSpec, generate_lcrs
 from lakeapply.runtime.catalog import Catalog
-from lakeapply.silver.engine import CRASH_POINTS, SimulatedApplyCrash, apply_cycle, run_apply
+from lakeapply.silver.cycle_state import CRASH_POINTS, SimulatedApplyCrash
+from lakeapply.silver.engine import apply_cycle, run_apply
 from tests.reference.workloads import Workload
 from tests.silver.differential import compare, prepare, read_outcome, reference_outcome
 

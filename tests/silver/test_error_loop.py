@@ -13,7 +13,8 @@ from pyspark.sql import SparkSession
 from lakeapply import cli
 from lakeapply.errors import ApplyError
 from lakeapply.silver import admin
-from lakeapply.silver.engine import SimulatedApplyCrash, execute_errors
+from lakeapply.silver.cycle_state import SimulatedApplyCrash
+from lakeapply.silver.engine import execute_errors
 from lakeapply.testing import LakeapplyHarness, apply_settings, table_definition
 
 ACCOUNT = table_definition(

@@ -10,7 +10,7 @@ from pyspark.sql import SparkSession
 
 from lakeapply.runtime.catalog import Catalog, ensure_database
 from lakeapply.silver import admin
-from lakeapply.silver.engine import ensure_apply_tables
+from lakeapply.silver.plan import ensure_apply_tables
 from lakeapply.testing import LakeapplyHarness, apply_settings, destination, table_definition
 
 DB = "EVIL.DB`; DROP TABLE x; --"

@@ -2,7 +2,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from lakeapply.landing.generator import synthetic_table_definitions
-from lakeapply.silver.engine import KeyBounds, key_bounds
+from lakeapply.silver.keys import KeyBounds, key_bounds
 from lakeapply.silver.settings import DestinationTable
 
 T001, T002 = (

@@ -13,7 +13,8 @@ from chispa import assert_df_equality
 from pyspark.sql import DataFrame
 
 from lakeapply.errors import ApplyAbortedError
-from lakeapply.silver.engine import ABORT_STATUS_CRASH_POINT, SimulatedApplyCrash, apply_cycle
+from lakeapply.silver.cycle_state import ABORT_STATUS_CRASH_POINT, SimulatedApplyCrash
+from lakeapply.silver.engine import apply_cycle
 from lakeapply.testing import LakeapplyHarness, Transaction, apply_settings, table_definition
 
 T = table_definition("HR.T", {"ID": "NUMBER(10)", "V": "VARCHAR2(10)"}, primary_key=["ID"])

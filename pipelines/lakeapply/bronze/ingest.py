@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import partial, reduce
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from pyspark import StorageLevel
@@ -746,24 +747,18 @@ def ingest(
     )
     ensure_bronze_tables(spark, catalog)
     log_table = catalog.bronze_table(INGEST_LOG_TABLE)
+    now = datetime.now(UTC).replace(tzinfo=None)
     unfinished = _unfinished_batch(spark, catalog, formats, landing)
     resumed = unfinished is not None
-    now = datetime.now(UTC).replace(tzinfo=None)
     if unfinished is not None:
         batch_id, plan = unfinished
         progress(f"resuming ingest batch {batch_id} ({len(plan)} files)")
     else:
         progress("planning")
-        plan = [
-            replace(p, capture_format=formats.of(p.source_file, landing))
-            for p in plan_batch(list_landing_files(landing), _file_states(spark, catalog))
-        ]
-        if not plan:
+        planned = _plan_new_batch(spark, catalog, landing, formats, now)
+        if planned is None:
             return IngestReport(None, False, ())
-        last = spark.table(log_table).agg(F.max("batch_id")).collect()[0][0]
-        batch_id = (last or 0) + 1
-        plan_rows = _log_rows(spark, batch_id, "PLANNED", plan, None, {}, now)
-        _append_idempotent(plan_rows, log_table, batch_id * 2, ingest_log_table_schema())
+        batch_id, plan = planned
     if crash_after == "plan":
         raise SimulatedCrash("after plan")
 
@@ -805,6 +800,44 @@ def ingest(
     finally:
         lines.unpersist()
 
+    results = _file_results(plan, by_file)
+    # A file with no new complete line keeps the fingerprint it was planned with.
+    fingerprints = {
+        source_file: row.prefix_fingerprint
+        for source_file, row in by_file.items()
+        if row.prefix_fingerprint is not None
+    }
+    commit_rows = _log_rows(spark, batch_id, "COMMITTED", plan, results, fingerprints, now)
+    _append_idempotent(commit_rows, log_table, batch_id * 2 + 1, ingest_log_table_schema())
+    progress(f"batch {batch_id} committed")
+    return IngestReport(batch_id, resumed, tuple(results), released_commits=released)
+
+
+def _plan_new_batch(
+    spark: SparkSession,
+    catalog: Catalog,
+    landing: Path,
+    formats: LandingFormats,
+    now: datetime,
+) -> tuple[int, list[PlannedFile]] | None:
+    """The next batch's files and byte ranges, each with its capture format, logged as PLANNED
+    before anything is read (a crash after it resumes this plan); None when nothing is new."""
+    plan = [
+        replace(p, capture_format=formats.of(p.source_file, landing))
+        for p in plan_batch(list_landing_files(landing), _file_states(spark, catalog))
+    ]
+    if not plan:
+        return None
+    log_table = catalog.bronze_table(INGEST_LOG_TABLE)
+    last = spark.table(log_table).agg(F.max("batch_id")).collect()[0][0]
+    batch_id = (last or 0) + 1
+    plan_rows = _log_rows(spark, batch_id, "PLANNED", plan, None, {}, now)
+    _append_idempotent(plan_rows, log_table, batch_id * 2, ingest_log_table_schema())
+    return batch_id, plan
+
+
+def _file_results(plan: list[PlannedFile], by_file: dict[str, Any]) -> list[FileResult]:
+    """Per planned file: where the next batch starts and its lines in = rows out."""
     results = []
     for p in plan:
         row = by_file.get(p.source_file)
@@ -819,13 +852,4 @@ def ingest(
                 note=p.note,
             )
         )
-    # A file with no new complete line keeps the fingerprint it was planned with.
-    fingerprints = {
-        source_file: row.prefix_fingerprint
-        for source_file, row in by_file.items()
-        if row.prefix_fingerprint is not None
-    }
-    commit_rows = _log_rows(spark, batch_id, "COMMITTED", plan, results, fingerprints, now)
-    _append_idempotent(commit_rows, log_table, batch_id * 2 + 1, ingest_log_table_schema())
-    progress(f"batch {batch_id} committed")
-    return IngestReport(batch_id, resumed, tuple(results), released_commits=released)
+    return results

@@ -198,6 +198,26 @@ def classify_lines(lines: DataFrame) -> DataFrame:
             ),
         ),
     ]
+    checks += _contract_checks(command, is_row, is_ddl)
+
+    field_column: Column = F.lit(None).cast("string")
+    reason_column: Column = F.lit(None).cast("string")
+    for condition, offending_field, reason in reversed(checks):
+        field_value = (
+            offending_field if isinstance(offending_field, Column) else F.lit(offending_field)
+        )
+        field_column = F.when(condition, field_value).otherwise(field_column)
+        reason_column = F.when(condition, reason).otherwise(reason_column)
+    return parsed.withColumn("field", field_column).withColumn("reason", reason_column).drop("raw")
+
+
+def _contract_checks(
+    command: Column, is_row: Column, is_ddl: Column
+) -> list[tuple[Column, str | Column | None, Column]]:
+    """The LCR contract's checks of a parsed line (``lcr``, ``raw``), in the order a reader
+    would check them: required fields, JSON types, the schema, the command type, ids and times,
+    then what each command requires (``_command_checks``)."""
+    checks: list[tuple[Column, str | Column | None, Column]] = []
     for field in LCR_FIELDS:
         if field.required:
             checks.append(
@@ -245,6 +265,15 @@ def classify_lines(lines: DataFrame) -> DataFrame:
             ),
         ),
     ]
+    return checks + _command_checks(command, is_row, is_ddl)
+
+
+def _command_checks(
+    command: Column, is_row: Column, is_ddl: Column
+) -> list[tuple[Column, str | Column | None, Column]]:
+    """What each command requires: the column value arrays, the fields of its command type,
+    identifiers, a DDL's text, and each column value's JSON types."""
+    checks: list[tuple[Column, str | Column | None, Column]] = []
     for array_field in ("old_values", "new_values"):
         checks.append(
             (
@@ -292,16 +321,7 @@ def classify_lines(lines: DataFrame) -> DataFrame:
         checks.append((bad, array_field, element_reason))
         bad, element_reason = _column_value_problem(array_field)
         checks.append((bad, array_field, element_reason))
-
-    field_column: Column = F.lit(None).cast("string")
-    reason_column: Column = F.lit(None).cast("string")
-    for condition, offending_field, reason in reversed(checks):
-        field_value = (
-            offending_field if isinstance(offending_field, Column) else F.lit(offending_field)
-        )
-        field_column = F.when(condition, field_value).otherwise(field_column)
-        reason_column = F.when(condition, reason).otherwise(reason_column)
-    return parsed.withColumn("field", field_column).withColumn("reason", reason_column).drop("raw")
+    return checks
 
 
 def lcr_kind(command: Column) -> Column:

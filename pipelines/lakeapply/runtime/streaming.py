@@ -56,7 +56,9 @@ from lakeapply.bronze.ingest import (
 from lakeapply.bronze.tables import INGEST_LOG_TABLE
 from lakeapply.errors import ConfigurationError, LakeapplyError
 from lakeapply.runtime.catalog import Catalog
-from lakeapply.silver.engine import CycleReport, ensure_apply_tables, run_apply
+from lakeapply.silver.cycle_state import CycleReport
+from lakeapply.silver.engine import run_apply
+from lakeapply.silver.plan import ensure_apply_tables
 from lakeapply.silver.settings import ApplySettings
 
 log = logging.getLogger(__name__)

@@ -30,12 +30,18 @@ from lakeapply.contract.table_definitions import TableDefinition, table_definiti
 from lakeapply.errors import ConfigurationError
 from lakeapply.runtime.catalog import Catalog
 from lakeapply.runtime.concurrency import side_by_side
-from lakeapply.silver import dictionary, engine
+from lakeapply.silver import dictionary, engine, plan
 from lakeapply.silver.config import (
     checked_rule,
     checked_transformation,
     transformation_from_dict,
     transformation_to_dict,
+)
+from lakeapply.silver.error_queue import ErrorExecution
+from lakeapply.silver.keys import typed_value
+from lakeapply.silver.plan import (
+    ensure_apply_tables,
+    ensure_destination_tables,
 )
 from lakeapply.silver.rules import rule_condition_text
 from lakeapply.silver.settings import (
@@ -319,7 +325,7 @@ def _publish(
     """Publish; with the ``previous`` (loaded) settings, only the dictionary tables that change."""
     validate_settings(settings)
     if previous is None:
-        engine.ensure_apply_tables(spark, catalog)
+        ensure_apply_tables(spark, catalog)
     before = {} if previous is None else _dictionary_rows(previous)
     writes: list[Callable[[], None]] = [
         partial(_replace_rows, spark, catalog, name, settings.apply_name, rows)
@@ -401,93 +407,8 @@ def load_settings(spark: SparkSession, catalog: Catalog, apply_name: str) -> App
         if parameter in PARAMETERS:
             values[parameter] = _parameter_value(name, parameter, row["value"])
 
-    def source_key(row: Row, owner: str = "object_owner", table: str = "object_name") -> Any:
-        return (row["source_database"], row[owner], row[table])
-
-    keys: dict[Any, list[tuple[int, str]]] = {}
-    for row in fetched[dictionary.KEY_COLUMNS]:
-        keys.setdefault(source_key(row), []).append((row["column_position"], row["column_name"]))
-    scns: dict[Any, tuple[int | None, int | None]] = {
-        source_key(row, "source_object_owner", "source_object_name"): (
-            row["instantiation_scn"],
-            row["ignore_scn"],
-        )
-        for row in fetched[dictionary.INSTANTIATED_OBJECTS]
-    }
-    handlers: dict[Any, dict[str, tuple[str, list[str]]]] = {}
-    for row in fetched[dictionary.CONFLICT_COLUMNS]:
-        groups = handlers.setdefault(source_key(row), {})
-        _method, columns = groups.setdefault(row["resolution_column"], (row["method_name"], []))
-        columns.append(row["column_name"])
-    uncompared: dict[Any, set[tuple[str, str]]] = {}
-    for row in fetched[dictionary.COMPARE_OLD_VALUES]:
-        if row["compare"] == "N":
-            uncompared.setdefault(source_key(row), set()).add(
-                (row["column_name"], row["operation"])
-            )
-    steps: dict[Any, list[tuple[int, ColumnTransformation]]] = {}
-    for row in fetched[dictionary.TRANSFORMATIONS]:
-        steps.setdefault(source_key(row), []).append(
-            (
-                row["step_number"],
-                ColumnTransformation(
-                    TransformationKind(row["declarative_type"]),
-                    tuple(row["column_names"]),
-                    ValueImage(row["value_type"]),
-                    value=row["column_value"],
-                    expression=row["column_function"],
-                    data_type=row["column_type"] or "VARCHAR2",
-                ),
-            )
-        )
-    tables = []
-    for row in fetched[dictionary.DESTINATION_TABLES]:
-        key = source_key(row)
-        definition = table_definition_from_json(
-            row["definition_json"],
-            f"{catalog.apply}.{dictionary.DESTINATION_TABLES}[{name}, {key[1]}.{key[2]}]",
-        )
-        instantiation_scn, ignore_scn = scns.get(key, (None, None))
-        tables.append(
-            DestinationTable(
-                source_database=row["source_database"],
-                definition=definition,
-                silver_table=row["silver_table"],
-                key_columns=tuple(column for _, column in sorted(keys.get(key, []))),
-                instantiation_scn=instantiation_scn,
-                ignore_scn=ignore_scn,
-                uncompared_columns=frozenset(uncompared.get(key, set())),
-                update_conflict_handlers=tuple(
-                    UpdateConflictHandler(ConflictResolution(method), tuple(columns), resolution)
-                    for resolution, (method, columns) in handlers.get(key, {}).items()
-                ),
-                transformations=tuple(
-                    step for _, step in sorted(steps.get(key, []), key=lambda item: item[0])
-                ),
-            )
-        )
-    rules: dict[str, list[tuple[int, ApplyRule]]] = {"POSITIVE": [], "NEGATIVE": []}
-    for row in fetched[dictionary.RULES]:
-        rules[row["rule_set_type"]].append(
-            (
-                row["rule_number"],
-                ApplyRule(
-                    row["source_database"],
-                    row["schema_name"],
-                    row["object_name"],
-                    row["tag_condition"],
-                    condition=row["subset_condition"],
-                    transformations=tuple(
-                        transformation_from_dict(step)
-                        for step in json.loads(row["transformations_json"] or "[]")
-                    ),
-                ),
-            )
-        )
-    negative, positive = (
-        tuple(rule for _, rule in sorted(rules[kind], key=lambda item: item[0]))
-        for kind in ("NEGATIVE", "POSITIVE")
-    )
+    tables = _destination_tables(fetched, catalog, name)
+    negative, positive = _rule_sets(fetched[dictionary.RULES])
     process = processes[0]
     defaults = ApplySettings(name, (), ())
     return ApplySettings(
@@ -512,6 +433,109 @@ def load_settings(spark: SparkSession, catalog: Catalog, apply_name: str) -> App
         max_cycle_batches=values.get("MAX_CYCLE_BATCHES", defaults.max_cycle_batches),
         max_error_passes=values.get("MAX_ERROR_PASSES", defaults.max_error_passes),
     )
+
+
+def _source_key(row: Row, owner: str = "object_owner", table: str = "object_name") -> Any:
+    return (row["source_database"], row[owner], row[table])
+
+
+def _destination_tables(
+    fetched: dict[str, list[Row]], catalog: Catalog, name: str
+) -> list[DestinationTable]:
+    """The destination tables of an apply process with their keys, instantiation SCNs,
+    conflict handlers, uncompared columns and transformations, from the dictionary rows."""
+    keys: dict[Any, list[tuple[int, str]]] = {}
+    for row in fetched[dictionary.KEY_COLUMNS]:
+        keys.setdefault(_source_key(row), []).append((row["column_position"], row["column_name"]))
+    scns: dict[Any, tuple[int | None, int | None]] = {
+        _source_key(row, "source_object_owner", "source_object_name"): (
+            row["instantiation_scn"],
+            row["ignore_scn"],
+        )
+        for row in fetched[dictionary.INSTANTIATED_OBJECTS]
+    }
+    handlers: dict[Any, dict[str, tuple[str, list[str]]]] = {}
+    for row in fetched[dictionary.CONFLICT_COLUMNS]:
+        groups = handlers.setdefault(_source_key(row), {})
+        _method, columns = groups.setdefault(row["resolution_column"], (row["method_name"], []))
+        columns.append(row["column_name"])
+    uncompared: dict[Any, set[tuple[str, str]]] = {}
+    for row in fetched[dictionary.COMPARE_OLD_VALUES]:
+        if row["compare"] == "N":
+            uncompared.setdefault(_source_key(row), set()).add(
+                (row["column_name"], row["operation"])
+            )
+    steps: dict[Any, list[tuple[int, ColumnTransformation]]] = {}
+    for row in fetched[dictionary.TRANSFORMATIONS]:
+        steps.setdefault(_source_key(row), []).append(
+            (
+                row["step_number"],
+                ColumnTransformation(
+                    TransformationKind(row["declarative_type"]),
+                    tuple(row["column_names"]),
+                    ValueImage(row["value_type"]),
+                    value=row["column_value"],
+                    expression=row["column_function"],
+                    data_type=row["column_type"] or "VARCHAR2",
+                ),
+            )
+        )
+    tables = []
+    for row in fetched[dictionary.DESTINATION_TABLES]:
+        key = _source_key(row)
+        definition = table_definition_from_json(
+            row["definition_json"],
+            f"{catalog.apply}.{dictionary.DESTINATION_TABLES}[{name}, {key[1]}.{key[2]}]",
+        )
+        instantiation_scn, ignore_scn = scns.get(key, (None, None))
+        tables.append(
+            DestinationTable(
+                source_database=row["source_database"],
+                definition=definition,
+                silver_table=row["silver_table"],
+                key_columns=tuple(column for _, column in sorted(keys.get(key, []))),
+                instantiation_scn=instantiation_scn,
+                ignore_scn=ignore_scn,
+                uncompared_columns=frozenset(uncompared.get(key, set())),
+                update_conflict_handlers=tuple(
+                    UpdateConflictHandler(ConflictResolution(method), tuple(columns), resolution)
+                    for resolution, (method, columns) in handlers.get(key, {}).items()
+                ),
+                transformations=tuple(
+                    step for _, step in sorted(steps.get(key, []), key=lambda item: item[0])
+                ),
+            )
+        )
+    return tables
+
+
+def _rule_sets(
+    rule_rows: list[Row],
+) -> tuple[tuple[ApplyRule, ...], tuple[ApplyRule, ...]]:
+    """The negative and positive rule sets, each in rule-number order."""
+    rules: dict[str, list[tuple[int, ApplyRule]]] = {"POSITIVE": [], "NEGATIVE": []}
+    for row in rule_rows:
+        rules[row["rule_set_type"]].append(
+            (
+                row["rule_number"],
+                ApplyRule(
+                    row["source_database"],
+                    row["schema_name"],
+                    row["object_name"],
+                    row["tag_condition"],
+                    condition=row["subset_condition"],
+                    transformations=tuple(
+                        transformation_from_dict(step)
+                        for step in json.loads(row["transformations_json"] or "[]")
+                    ),
+                ),
+            )
+        )
+    negative, positive = (
+        tuple(rule for _, rule in sorted(rules[kind], key=lambda item: item[0]))
+        for kind in ("NEGATIVE", "POSITIVE")
+    )
+    return negative, positive
 
 
 # --------------------------------------------------------------------------------------------
@@ -950,13 +974,13 @@ def _positive_rule(
 
 
 def start_apply(spark: SparkSession, catalog: Catalog, apply_name: str) -> None:
-    """START_APPLY: status ENABLED (engine.start_apply)."""
-    engine.start_apply(spark, catalog, load_settings(spark, catalog, apply_name))
+    """START_APPLY: status ENABLED (silver/plan.py)."""
+    plan.start_apply(spark, catalog, load_settings(spark, catalog, apply_name))
 
 
 def stop_apply(spark: SparkSession, catalog: Catalog, apply_name: str) -> None:
-    """STOP_APPLY: status DISABLED (engine.stop_apply)."""
-    engine.stop_apply(spark, catalog, load_settings(spark, catalog, apply_name))
+    """STOP_APPLY: status DISABLED (silver/plan.py)."""
+    plan.stop_apply(spark, catalog, load_settings(spark, catalog, apply_name))
 
 
 # --------------------------------------------------------------------------------------------
@@ -966,7 +990,7 @@ def stop_apply(spark: SparkSession, catalog: Catalog, apply_name: str) -> None:
 
 def execute_error(
     spark: SparkSession, catalog: Catalog, apply_name: str, local_transaction_id: str
-) -> engine.ErrorExecution:
+) -> ErrorExecution:
     """EXECUTE_ERROR: apply one error transaction against the current destination state, under
     the apply's rules (keys, conversions, conflict handlers), atomically and exactly once. On
     success it leaves the error queue; otherwise it stays there with the new error."""
@@ -977,7 +1001,7 @@ def execute_error(
 
 def execute_all_errors(
     spark: SparkSession, catalog: Catalog, apply_name: str
-) -> list[engine.ErrorExecution]:
+) -> list[ErrorExecution]:
     """EXECUTE_ALL_ERRORS: every error transaction of the apply, in commit-SCN order, each
     seeing what the previous ones applied; a failure does not stop the others."""
     settings = load_settings(spark, catalog, _check_apply_name(apply_name))
@@ -1006,7 +1030,7 @@ def delete_all_errors(spark: SparkSession, catalog: Catalog, apply_name: str) ->
 def _export_columns(
     apply_name: str, table: DestinationTable, export: DataFrame, where: str
 ) -> list[Column]:
-    """The export's columns, matched by name case-insensitively, typed like engine.typed_value."""
+    """The export's columns, matched by name case-insensitively, typed like typed_value."""
     by_name: dict[str, T.StructField] = {}
     for field in export.schema.fields:
         upper = field.name.upper()
@@ -1040,7 +1064,7 @@ def _export_columns(
         if source is None:
             value = F.lit(None).cast(spark_type)
         elif isinstance(source.dataType, T.StringType):
-            value = engine.typed_value(column, F.col(quote(source.name)))
+            value = typed_value(column, F.col(quote(source.name)))
         else:
             value = F.col(quote(source.name)).cast(spark_type)
         selected.append(value.alias(column.name))
@@ -1077,7 +1101,7 @@ def instantiate(
             where,
             f"unsupported export format {export_format!r} (one of {list(EXPORT_FORMATS)})",
         )
-    engine.ensure_destination_tables(spark, catalog, replace(settings, tables=(table,)))
+    ensure_destination_tables(spark, catalog, replace(settings, tables=(table,)))
     if export_path is not None:
         destination = catalog.silver_table(table.silver_table)
         if not spark.table(destination).limit(1).isEmpty():

@@ -1,7 +1,7 @@
 """DDL LCRs (spec rules 9 and 10): parsed with sqlglot's Oracle dialect, turned into a new
 version of the destination table's definition and the Delta changes that reproduce it.
 
-A DDL transaction is a barrier (engine.py cuts a cycle before it and applies it alone), so
+A DDL transaction is a barrier (ddl_apply.py cuts a cycle before it and applies it alone), so
 within one cycle every table has exactly one definition: the latest version recorded in the
 ``table_versions`` dictionary table by an earlier cycle. What the sink cannot apply raises
 :class:`DdlError` with the error Oracle would report, and the transaction goes to the error

@@ -1,6 +1,6 @@
 """commit_serialization = DEPENDENT_TRANSACTIONS: which transactions an abort holds back.
 
-Issue 10 item 6; the engine uses it when a cycle aborts (engine._dependent_fold). Under FULL the transaction that aborts the apply holds back everything committed after it.
+Issue 10 item 6; the engine uses it when a cycle aborts (fold_passes.dependent_fold). Under FULL the transaction that aborts the apply holds back everything committed after it.
 Under DEPENDENT_TRANSACTIONS it holds back only what depends on it: a later transaction is held
 when it touches a group (one key, or one component of keys linked by key-changing updates, as the
 fold groups them) that the aborting transaction or an earlier held transaction touches. A DDL

@@ -135,7 +135,7 @@ CYCLES_SCHEMA = _schema(
     ("bronze_from_batch", L, False),  # exclusive
     ("bronze_to_batch", L, False),  # inclusive
     # silver table -> Delta version read; also "__spill__" and, for an EXECUTE_ERROR cycle,
-    # "__error_queue__", "__error_messages__" and "__execute_error__:<local id>" (engine.CyclePlan)
+    # "__error_queue__", "__error_messages__" and "__execute_error__:<local id>" (cycle_state.CyclePlan)
     ("table_versions_before", T.MapType(S, L), True),
     ("table_versions_after", T.MapType(S, L), True),  # COMMITTED: versions after the MERGEs
     ("logged_at", TS, False),

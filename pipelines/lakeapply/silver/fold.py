@@ -5,7 +5,7 @@ to one destination key, or to a whole table in a cycle where some update moves r
 Within a group, transactions are replayed in CSCN order and each one's LCRs in message order,
 against the group's current destination rows; a transaction that fails in the group is rolled back
 there. Transactions known to fail (``failed``) are still evaluated, to find their first failing
-message, then always rolled back: the engine's passes (engine.py) make that set exact.
+message, then always rolled back: the engine's passes (fold_passes.py) make that set exact.
 """
 
 from __future__ import annotations

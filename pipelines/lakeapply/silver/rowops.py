@@ -1,6 +1,6 @@
 """Row-level apply logic: converting one LCR value, applying one row LCR to one row state.
 
-The set-based engine (``engine.py``) decides *which* LCRs meet *which* row state, in what order,
+The set-based engine (``engine.py`` and its step modules) decides *which* LCRs meet *which* row state, in what order,
 and what survives; this module decides what one LCR does to the rows of one key component. It
 follows ../shared/spec/apply-semantics.md rules 5-7 with the decisions D5-D8 recorded in
 ``tests/reference/applier.py`` (the independent, row-at-a-time test oracle the engine is compared
@@ -642,7 +642,7 @@ _SPARK_INTERVAL = re.compile(r"INTERVAL '([^']*)' ")
 
 
 def from_spark_text(column: ColumnDefinition, text: str | None) -> Any:
-    """A destination value, as Spark renders it to text (see ``engine.spark_text``), in Python."""
+    """A destination value, as Spark renders it to text (see ``keys.spark_text``), in Python."""
     if text is None:
         return None
     family = column.oracle_type.family

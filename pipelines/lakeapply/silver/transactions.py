@@ -10,8 +10,11 @@ Pure DataFrame -> DataFrame. A transaction is ``(source_database_name, transacti
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
+
+from lakeapply.contract.identifiers import quote
+from lakeapply.contract.lcr import lcr_bronze_fields
 
 TRANSACTION_KEY = ("source_database_name", "transaction_id")
 
@@ -50,4 +53,18 @@ def assemble_transactions(lcrs: DataFrame) -> DataFrame:
         "row_lcr_count",
         "ddl_lcr_count",
         "commit_source_time",
+    )
+
+
+def without_copies(lcrs: DataFrame) -> DataFrame:
+    """Rule 11: an LCR delivered twice (a line landed again, a file landed under two names) is
+    one LCR. An LCR is identified by its content, every contract field (the same change, at the
+    same SCN and position, of the same transaction); lineage is not part of it. The first
+    arrival is kept, so message numbers do not depend on the copies."""
+    identity = [F.col(quote(f.name)) for f in lcr_bronze_fields().fields]
+    first = Window.partitionBy(*identity).orderBy("ingest_batch_id", "source_file", "line_number")
+    return (
+        lcrs.withColumn("__lakeapply_copy", F.row_number().over(first))
+        .where(F.col("__lakeapply_copy") == 1)
+        .drop("__lakeapply_copy")
     )

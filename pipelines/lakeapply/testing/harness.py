@@ -59,16 +59,13 @@ from lakeapply.errors import ConfigurationError, LakeapplyError
 from lakeapply.runtime.catalog import Catalog
 from lakeapply.silver import dictionary
 from lakeapply.silver.config import load_config, transformation_from_dict
-from lakeapply.silver.engine import (
-    CycleReport,
-    ErrorExecution,
-    apply_cycle,
+from lakeapply.silver.cycle_state import CycleReport
+from lakeapply.silver.engine import apply_cycle, delete_errors, execute_errors, run_apply
+from lakeapply.silver.error_queue import ErrorExecution
+from lakeapply.silver.plan import (
     apply_status,
-    delete_errors,
     ensure_apply_tables,
     ensure_destination_tables,
-    execute_errors,
-    run_apply,
     start_apply,
 )
 from lakeapply.silver.settings import (

@@ -1,7 +1,7 @@
 -- Every version of every destination table's definition: the one declared in lakeapply.yml
 -- (version 0; none for a table made by CREATE TABLE) and then each one a DDL transaction
 -- recorded (rule 10), numbered from 1 in the order the engine applied them. The engine applies
--- each cycle with the last recorded version (silver/engine.py, versioned_settings), so the
+-- each cycle with the last recorded version (silver/plan.py, versioned_settings), so the
 -- current version here is the last one, declared or not. key_columns_json is the key the apply
 -- identifies rows by (rule 5, as lakeapply.contract.table_definitions.TableDefinition.key_columns):
 -- the substitute key (key_columns, as set now), else the primary key, else the smallest unique

@@ -1,0 +1,205 @@
+"""Step 4 of a cycle: resolve conflicts and handlers by folding each key group in commit order
+(rules 5-8, design-notes 1).
+
+A fold pass (``silver/fold.py`` over ``silver/rowops.py``) assumes every transaction outside the
+known-failed set succeeds, so only the earliest newly failing transaction of each component of
+transactions that share rows (``silver/components.py``) is certain; those join the failed set
+and the fold runs again (errors are rare: usually one pass). With ``disable_on_error = Y`` the
+cycle is cut before the first error and the apply aborts. With DEPENDENT_TRANSACTIONS the
+transactions that depend on a failed or deferred one are held back (``dependent_fold``,
+``silver/dependent.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from lakeapply.silver.components import transaction_components
+from lakeapply.silver.cycle_state import Cycle, CycleInput, FoldOutcome, materialize
+from lakeapply.silver.dependent import held_transactions
+from lakeapply.silver.fold import FOLD_OUTPUT_SCHEMA, FoldPlan, Position, fold_function
+from lakeapply.silver.settings import CommitSerialization
+from lakeapply.silver.transactions import TRANSACTION_KEY
+
+
+def run_fold(fold_input: DataFrame, plan: FoldPlan, buckets: int) -> DataFrame:
+    bucket = F.pmod(F.hash("silver_table", "group_id"), F.lit(buckets))
+    return (
+        fold_input.withColumn("bucket", bucket)
+        .groupBy("bucket")
+        .applyInPandas(fold_function(plan), FOLD_OUTPUT_SCHEMA)
+    )
+
+
+def earliest_error_per_transaction(folded: DataFrame) -> dict[tuple[str, str], Any]:
+    """transaction -> its first failing message (lowest message number) among fold errors,
+    chosen in Spark: the driver receives one row per failing transaction, not one per error."""
+    first = Window.partitionBy(*TRANSACTION_KEY).orderBy("message_number", "error_number")
+    rows = (
+        folded.where(F.col("kind") == "ERROR")
+        .withColumn("_rank", F.row_number().over(first))
+        .where(F.col("_rank") == 1)
+        .drop("_rank")
+        .collect()  # one row per failing transaction
+    )
+    return {(row.source_database_name, row.transaction_id): row for row in rows}
+
+
+def position_of(error: Any) -> Position:
+    return (int(error.commit_scn), str(error.source_database_name), str(error.transaction_id))
+
+
+def fold_passes(cycle: Cycle, inputs: CycleInput) -> FoldOutcome:
+    """Step 4 (design-notes 1): only the earliest newly failing transaction is certain, and so
+    is everything before it. A pass that finds no new failure is already the final fold: its
+    rows are kept, not re-run."""
+    settings = cycle.settings
+    fold_input, buckets = inputs.fold_input, inputs.buckets
+    # A late COMMIT (silver/late.py) fails from the start, with its own error whatever its
+    # LCRs would do; with disable_on_error = Y it stops the apply like any error.
+    late = dict(inputs.late.late_commits) if inputs.late is not None else {}
+    failed: dict[tuple[str, str], Any] = dict(late)
+    cut: Position | None = None
+    if settings.disable_on_error and late:
+        cut = min(position_of(error) for error in late.values())
+    passes = 0
+    components: DataFrame | _Unlabelled | None = None
+    while True:
+        passes += 1
+        cycle.progress(f"fold pass {passes}")
+        folded = run_fold(fold_input, FoldPlan(settings, frozenset(failed), cut), buckets)
+        folded = materialize(folded)
+        errors = earliest_error_per_transaction(folded)
+        failed = {  # exact state
+            key: known if key in late else errors.get(key, known) for key, known in failed.items()
+        }
+        new_failures = sorted(
+            (error for key, error in errors.items() if key not in failed), key=position_of
+        )
+        if not new_failures:
+            break
+        first = new_failures[0]
+        if settings.disable_on_error or passes >= settings.max_error_passes:
+            failed[(first.source_database_name, first.transaction_id)] = first
+            cut = position_of(first)  # what follows it waits (Y: until start_apply)
+            # Failures proven in other components after the cut wait too: the next cycle
+            # finds them again.
+            failed = {
+                key: error
+                for key, error in failed.items()
+                if key in late or position_of(error) <= cut
+            }
+            folded = materialize(
+                run_fold(fold_input, FoldPlan(settings, frozenset(failed), cut), buckets)
+            )
+            break
+        if components is None and len(new_failures) > 1:
+            components = _transaction_components(cycle, fold_input)
+        failed.update(_certain_failures(cycle.spark, new_failures, components))
+    aborted_error = None
+    if settings.disable_on_error and failed:
+        aborted_error = failed[min(failed, key=lambda key: position_of(failed[key]))]
+    held: dict[tuple[str, str], int] = {}
+    if (
+        aborted_error is not None
+        and settings.commit_serialization is CommitSerialization.DEPENDENT_TRANSACTIONS
+    ):
+        folded, held, passes = dependent_fold(cycle, inputs, failed, passes)
+        cut = None
+    cycle.progress(
+        f"cycle {cycle.plan.cycle_id}: {passes} fold pass(es), {len(failed)} error transaction(s)"
+        f", {len(held)} held back"
+    )
+    return FoldOutcome(
+        folded.where(F.col("kind") == "ROW"), failed, cut, passes, aborted_error, held=held
+    )
+
+
+def dependent_fold(
+    cycle: Cycle, inputs: CycleInput, failed: dict[tuple[str, str], Any], passes: int
+) -> tuple[DataFrame, dict[tuple[str, str], int], int]:
+    """DEPENDENT_TRANSACTIONS after an abort: instead of cutting the cycle after the aborting
+    transaction, hold back only what depends on it (silver/dependent.py) and apply the rest.
+    A later independent transaction that fails is held back too (not queued): the apply is
+    already aborting, and it retries after START_APPLY, like it would under FULL."""
+    fold_input, buckets = inputs.fold_input, inputs.buckets
+    touches = materialize(
+        fold_input.where(F.col("kind") == "LCR")
+        .select(*TRANSACTION_KEY, "commit_scn", "silver_table", "group_id")
+        .distinct()
+    )
+    stopping = set(failed)
+    while True:
+        passes += 1
+        cycle.progress(f"fold pass {passes} (dependent transactions)")
+        blockers = cycle.spark.createDataFrame(
+            sorted(stopping), "source_database_name string, transaction_id string"
+        )
+        held_rows = (
+            held_transactions(touches, blockers)
+            .join(touches.select(*TRANSACTION_KEY, "commit_scn").distinct(), list(TRANSACTION_KEY))
+            .collect()
+        )
+        held = {
+            (r.source_database_name, r.transaction_id): int(r.commit_scn)
+            for r in held_rows
+            if (r.source_database_name, r.transaction_id) not in failed
+        }
+        plan = FoldPlan(cycle.settings, frozenset(failed), None, frozenset(held))
+        folded = materialize(run_fold(fold_input, plan, buckets))
+        errors = earliest_error_per_transaction(folded)
+        new_failures = set(errors) - set(failed) - set(held)
+        if not new_failures:
+            return folded, held, passes
+        stopping |= new_failures
+
+
+class _Unlabelled:
+    """The transaction graph was too long to label: one failure per pass."""
+
+
+# Labelling joins are cheap next to a fold pass, but a pathological chain of transactions
+# sharing keys one by one would need as many joins as transactions.
+MAX_COMPONENT_ITERATIONS = 16
+
+
+def _transaction_components(cycle: Cycle, fold_input: DataFrame) -> DataFrame | _Unlabelled:
+    labelled = transaction_components(
+        fold_input.where(F.col("kind") == "LCR"), MAX_COMPONENT_ITERATIONS
+    )
+    if labelled is None:
+        cycle.progress("transactions too entangled to label: one new failure per fold pass")
+        return _Unlabelled()
+    return materialize(labelled)
+
+
+def _certain_failures(
+    spark: SparkSession, new_failures: list[Any], components: DataFrame | _Unlabelled | None
+) -> dict[tuple[str, str], Any]:
+    """The new failures a pass has proven (``new_failures`` in apply order): the earliest of
+    each component of transactions that share fold groups (silver/components.py), or only the
+    earliest of all when there is one failure or the components are unknown."""
+    first = new_failures[0]
+    if not isinstance(components, DataFrame):
+        return {(first.source_database_name, first.transaction_id): first}
+    wanted = spark.createDataFrame(
+        [(e.source_database_name, e.transaction_id) for e in new_failures],
+        "source_database_name string, transaction_id string",
+    )
+    component_of = {
+        (r.source_database_name, r.transaction_id): r.component
+        for r in wanted.join(components, ["source_database_name", "transaction_id"]).collect()
+    }
+    certain: dict[tuple[str, str], Any] = {}
+    seen: set[str] = set()
+    for error in new_failures:  # the failures of a pass, not LCRs: few
+        key = (error.source_database_name, error.transaction_id)
+        # A transaction with only keyless LCRs shares no rows: its failure is certain alone.
+        component = component_of.get(key, "\u0000" + repr(key))
+        if component not in seen:
+            seen.add(component)
+            certain[key] = error
+    return certain
