@@ -94,6 +94,19 @@ arrives. The engine's handling of input that arrives after a cycle processed its
 ORA-20001; a COMMIT below the low watermark, ORA-20002) is tested in tests/silver/test_late_input.py;
 the differential cuts batches so that neither occurs.
 
+D16 Column DDL (rule 10), in the narrow grammar the workloads draw (anything else under
+    ``ALTER TABLE`` is a ValueError, D12): ``ALTER TABLE o.t ADD (c type)``, ``DROP COLUMN c``,
+    ``RENAME COLUMN c TO d``, ``MODIFY (c type)``. It changes the destination named by the
+    statement's ``o.t`` like a TRUNCATE (D10): no destination, or committed at or below the
+    instantiation SCN, and it changes nothing (ignored). Otherwise, in Oracle's order of
+    checks: ADD of an existing column 01430, else a new nullable column, NULL in every row;
+    DROP of an unknown column 00904, of a key column (the effective key, rule 5) 12991, else
+    the column leaves the definition and every row; RENAME of an unknown column 00904, onto an
+    existing name 00957, else renamed in the definition and every row; MODIFY of an unknown
+    column 00904, to another type 01439, to a shorter length or smaller precision 01441, else
+    the new type (rows unchanged). The transactions after it are applied under the new
+    definition (conversions, unknown columns). A failing DDL makes its transaction an error
+    transaction whose messages are its DDL LCRs (the failing one's position, their count).
 D15 Commit serialization (rule 9). Without an abort both settings apply one transaction at a
     time in CSCN order (one valid DEPENDENT_TRANSACTIONS schedule): same tables, low = high
     watermark. When a transaction aborts the apply (disable_on_error = Y), FULL processes
@@ -121,7 +134,7 @@ import bisect
 import re
 import struct
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from decimal import MAX_EMAX, MIN_EMIN, ROUND_HALF_UP, Context, Decimal
 from typing import Any
@@ -132,10 +145,12 @@ from .config import (
     UNCONSTRAINED_SCALE,
     ApplyProcess,
     Column,
+    ColumnType,
     ConflictHandler,
     Definition,
     Destination,
 )
+from .config import column_type as kinds_column_type
 
 ROW_COMMANDS = ("INSERT", "UPDATE", "DELETE")
 LOB_COMMANDS = ("LOB WRITE", "LOB ERASE", "LOB TRIM")
@@ -190,6 +205,8 @@ class ReferenceResult:
     # committed transaction processed
     outcomes: dict[tuple[str, str], tuple[int, str]] = field(default_factory=dict)
     ddl: list[dict[str, Any]] = field(default_factory=list)  # DDL LCRs of applied transactions
+    # silver_table -> its definition after the last applied DDL (D16)
+    definitions: dict[str, Definition] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------------------------
@@ -523,6 +540,8 @@ def reference_apply(
     dependent = settings.commit_serialization == "DEPENDENT_TRANSACTIONS"
     for index, transaction in enumerate(committed):
         outcome = _apply_transaction(settings, result.tables, transaction)
+        if isinstance(outcome, _Applied):
+            settings = outcome.settings  # D16: the next transactions see its column DDL
         assert transaction.commit_scn is not None
         if isinstance(outcome, ErrorTransaction) and settings.disable_on_error:
             # Rule 9: the aborting transaction is processed (queued; below the watermark).
@@ -540,6 +559,8 @@ def reference_apply(
         # Rule 9, FULL: applied transactions are a prefix of CSCN order, low = high watermark.
         result.low_watermark[transaction.source_database] = transaction.commit_scn
         result.high_watermark[transaction.source_database] = transaction.commit_scn
+    for table in settings.tables:
+        result.definitions.setdefault(table.silver_table, table.definition)
     # Rule 9: oldest SCN = the earliest SCN of transactions not yet processed (open ones, and
     # after an abort everything committed after the failing one).
     for transaction in not_fully_applied:
@@ -642,6 +663,8 @@ def _ddl_changes(settings: ApplyProcess, transaction: _Transaction, lcr: dict[st
     """D3, D10: whether a DDL LCR changes a column or a row (else the DDL is ignored)."""
     if lcr["command_type"] == "TRUNCATE TABLE":
         return _truncated(settings, transaction, lcr) is not None
+    if lcr["command_type"] == "ALTER TABLE":
+        return _altered(settings, transaction, lcr) is not None
     return lcr["command_type"] not in NO_CHANGE_DDL
 
 
@@ -703,6 +726,7 @@ class _Applied:
     tables: Tables
     discarded: bool
     ddl: list[dict[str, Any]]
+    settings: ApplyProcess  # after its column DDL (D16): what later transactions apply under
     ignored: bool = False  # D3: a DDL transaction that changes nothing
 
 
@@ -772,16 +796,134 @@ def _apply_transaction(
                 message_count=len(messages),
                 lcrs=tuple(messages),
             )
-    for lcr in ddl:
-        truncated = _truncated(settings, transaction, lcr)
-        if truncated is not None:
-            staged[truncated.silver_table] = {}
     ignored = (
         bool(ddl) and not messages and not any(_ddl_changes(settings, transaction, d) for d in ddl)
     )
+    for number, lcr in enumerate(ddl, start=1):
+        truncated = _truncated(settings, transaction, lcr)
+        if truncated is not None:
+            staged[truncated.silver_table] = {}
+        try:
+            settings = _alter_table(settings, staged, transaction, lcr)
+        except ApplyRowError as error:
+            # D16: the DDL LCRs are the messages of a failing DDL transaction.
+            return ErrorTransaction(
+                source_database=database,
+                source_transaction_id=transaction.transaction_id,
+                source_commit_scn=commit_scn,
+                message_number=number,
+                error_number=error.error_number,
+                error_message=error.text,
+                message_count=len(ddl),
+                lcrs=tuple(ddl),
+            )
     return _Applied(
-        staged, discarded=discarded > 0 and applied == 0 and not ddl, ddl=ddl, ignored=ignored
+        staged,
+        discarded=discarded > 0 and applied == 0 and not ddl,
+        ddl=ddl,
+        settings=settings,
+        ignored=ignored,
     )
+
+
+# D16: the column DDL the workloads draw, one statement per LCR.
+_ALTER_STATEMENTS = (
+    re.compile(r"ALTER TABLE (\w+)\.(\w+) (ADD|MODIFY) \((\w+) (\w+(?:\(\d+(?:,\d+)?\))?)\)"),
+    re.compile(r"ALTER TABLE (\w+)\.(\w+) (DROP) COLUMN (\w+)()"),
+    re.compile(r"ALTER TABLE (\w+)\.(\w+) (RENAME) COLUMN (\w+) TO (\w+)"),
+)
+
+
+def _alter_statement(ddl_text: str) -> tuple[str, str, str, str, str]:
+    """(owner, table, ADD | MODIFY | DROP | RENAME, column, type or new name) (D16, D12)."""
+    for pattern in _ALTER_STATEMENTS:
+        match = pattern.fullmatch(ddl_text.strip())
+        if match:
+            owner, table, action, column, argument = match.groups()
+            return owner, table, action, column, argument
+    raise ValueError(f"reference: an ALTER TABLE it does not model: {ddl_text!r}")
+
+
+def _altered(
+    settings: ApplyProcess, transaction: _Transaction, lcr: dict[str, Any]
+) -> Destination | None:
+    """D16: the destination an ALTER TABLE changes (None: no destination, or committed at or
+    below its instantiation SCN)."""
+    owner, table, *_ = _alter_statement(lcr["ddl_text"])
+    database = transaction.source_database
+    instantiation_scn = settings.instantiation_scn(database, owner, table)
+    assert transaction.commit_scn is not None
+    if instantiation_scn is not None and transaction.commit_scn <= instantiation_scn:
+        return None
+    return settings.destination(database, owner, table)
+
+
+def _alter_table(
+    settings: ApplyProcess, staged: Tables, transaction: _Transaction, lcr: dict[str, Any]
+) -> ApplyProcess:
+    """D16: one column DDL applied to the destination's definition and rows (``staged``, in
+    place); returns the settings with the new definition."""
+    if lcr["command_type"] != "ALTER TABLE":
+        return settings
+    destination = _altered(settings, transaction, lcr)
+    if destination is None:
+        return settings
+    _, _, action, column, argument = _alter_statement(lcr["ddl_text"])
+    definition = destination.definition
+    names = definition.column_names
+    where = f"table {definition.qualified_name}"
+    if action == "ADD" and column in names:
+        raise _ora(1430, f"column being added already exists in {where}: {column}")
+    if action != "ADD" and column not in names:
+        raise _ora(904, f'"{column}": invalid identifier ({where})')
+    rows = staged[destination.silver_table]
+    if action == "ADD":
+        columns = (*definition.columns, Column(column, kinds_column_type(argument)))
+        staged[destination.silver_table] = {k: {**row, column: None} for k, row in rows.items()}
+    elif action == "DROP":
+        if column in destination.key:
+            raise _ora(12991, f"column {column} is a key column of {where}")
+        columns = tuple(c for c in definition.columns if c.name != column)
+        staged[destination.silver_table] = {
+            k: {name: value for name, value in row.items() if name != column}
+            for k, row in rows.items()
+        }
+    elif action == "RENAME":
+        if argument in names:
+            raise _ora(957, f"duplicate column name {argument} in {where}")
+        columns = tuple(
+            Column(argument, c.type, c.nullable, c.default) if c.name == column else c
+            for c in definition.columns
+        )
+        staged[destination.silver_table] = {
+            k: {(argument if name == column else name): value for name, value in row.items()}
+            for k, row in rows.items()
+        }
+    else:  # MODIFY
+        old, new = definition.column(column).type, kinds_column_type(argument)
+        if (old.name, old.kind) != (new.name, new.kind):
+            raise _ora(1439, f"column to be modified must be empty to change datatype: {column}")
+        if not _wider_or_equal(old, new):
+            raise _ora(1441, f"cannot decrease column length or precision: {column}")
+        columns = tuple(
+            Column(c.name, new, c.nullable, c.default) if c.name == column else c
+            for c in definition.columns
+        )
+    changed = replace(destination, definition=replace(definition, columns=columns))
+    return replace(
+        settings, tables=tuple(changed if t is destination else t for t in settings.tables)
+    )
+
+
+def _wider_or_equal(old: ColumnType, new: ColumnType) -> bool:
+    """D16: a MODIFY that loses no value: a length, or integer digits and scale, that do not
+    shrink (an unconstrained NUMBER stays unconstrained)."""
+    if old.kind == kinds.NUMBER:
+        if old.precision is None or new.precision is None:
+            return new.precision is None
+        assert old.scale is not None and new.scale is not None
+        return new.scale >= old.scale and new.precision - new.scale >= old.precision - old.scale
+    return (new.length or 0) >= (old.length or 0)
 
 
 def _transformed(settings: ApplyProcess, database: str, lcr: dict[str, Any]) -> dict[str, Any]:

@@ -275,7 +275,7 @@ def test_row_lcrs_carrying_commit_scn_still_wait_for_their_commit() -> None:
     assert result.oldest_scn == {DB: 100}
 
 
-def test_ddl_lcr_with_commit_scn_is_its_own_committed_transaction_and_changes_no_table() -> None:
+def test_ddl_lcr_with_commit_scn_is_its_own_committed_transaction() -> None:
     ddl = {
         "source_database_name": DB,
         "command_type": "ALTER TABLE",
@@ -292,14 +292,7 @@ def test_ddl_lcr_with_commit_scn_is_its_own_committed_transaction_and_changes_no
     )
     assert result.ddl == [ddl]
     assert result.applied_transactions == [(DB, "1.1.1"), (DB, "3.3.3")]
-    assert accounts(result)[(1,)].keys() == {
-        "ID",
-        "HOLDER",
-        "BALANCE",
-        "STATUS",
-        "VERSION",
-        "OPENED",
-    }
+    assert accounts(result)[(1,)]["NOTE"] is None  # D16: the added column, NULL
     assert result.low_watermark == {DB: 200}
 
 
@@ -1424,6 +1417,124 @@ def test_a_truncate_committed_at_or_below_the_instantiation_scn_is_discarded() -
     assert result.outcomes[(DB, "2.2.2")] == (102, "IGNORED")
 
 
+def alter(txid: str, scn: int, statement: str, name: str = "ACCOUNT") -> dict[str, Any]:
+    """A DDL-only transaction (committed at ``scn``) altering APP.name (D16)."""
+    return {
+        **truncate(txid, scn, name),
+        "command_type": "ALTER TABLE",
+        "ddl_text": f"ALTER TABLE APP.{name} {statement}",
+    }
+
+
+def test_lcrs_after_an_add_column_carry_it_and_those_before_do_not() -> None:
+    result = reference_apply(
+        apply_settings(),
+        [
+            insert("1.1.1", 100, ALICE),
+            commit("1.1.1", 101),
+            alter("2.2.2", 102, "ADD (NICKNAME VARCHAR2(5))"),
+            insert("3.3.3", 103, {**ALICE, "ID": 2, "NICKNAME": "ali"}),
+            commit("3.3.3", 104),
+            insert("4.4.4", 105, {**ALICE, "ID": 3, "NICKNAME": "toolong"}),  # 12899 now
+            commit("4.4.4", 106),
+        ],
+    )
+    rows = accounts(result)
+    assert rows[(1,)]["NICKNAME"] is None and rows[(2,)]["NICKNAME"] == "ali"
+    assert [e.error_number for e in result.errors] == [12899]
+    assert result.definitions["account"].column_names[-1] == "NICKNAME"
+
+
+def test_an_insert_of_a_column_before_its_add_column_fails_with_00904() -> None:
+    result = reference_apply(
+        apply_settings(),
+        [
+            insert("1.1.1", 100, {**ALICE, "NICKNAME": "ali"}),
+            commit("1.1.1", 101),
+            alter("2.2.2", 102, "ADD (NICKNAME VARCHAR2(5))"),
+        ],
+    )
+    assert [e.error_number for e in result.errors] == [904]
+    assert accounts(result) == {}
+
+
+def test_drop_and_rename_column_change_the_rows_and_the_later_lcrs_names() -> None:
+    result = reference_apply(
+        apply_settings(),
+        [
+            insert("1.1.1", 100, ALICE),
+            commit("1.1.1", 101),
+            alter("2.2.2", 102, "DROP COLUMN OPENED"),
+            alter("3.3.3", 103, "RENAME COLUMN HOLDER TO OWNER_NAME"),
+            insert("4.4.4", 104, {"ID": 2, "OWNER_NAME": "bob"}),
+            commit("4.4.4", 105),
+            insert("5.5.5", 106, {"ID": 3, "HOLDER": "carol"}),  # the old name: 00904
+            commit("5.5.5", 107),
+        ],
+    )
+    rows = accounts(result)
+    assert "OPENED" not in rows[(1,)] and rows[(1,)]["OWNER_NAME"] == ALICE["HOLDER"]
+    assert rows[(2,)]["OWNER_NAME"] == "bob"
+    assert [e.error_number for e in result.errors] == [904]
+    assert "OPENED" not in result.definitions["account"].column_names
+
+
+@pytest.mark.parametrize(
+    ("statement", "error_number"),
+    [
+        ("ADD (HOLDER VARCHAR2(3))", 1430),
+        ("DROP COLUMN NOPE", 904),
+        ("DROP COLUMN ID", 12991),
+        ("RENAME COLUMN NOPE TO X", 904),
+        ("RENAME COLUMN HOLDER TO STATUS", 957),
+        ("MODIFY (HOLDER NUMBER)", 1439),
+        ("MODIFY (HOLDER VARCHAR2(5))", 1441),
+        ("MODIFY (BALANCE NUMBER(7,2))", 1441),
+    ],
+)
+def test_a_column_ddl_the_destination_refuses_is_an_error_transaction_of_its_ddl(
+    statement: str, error_number: int
+) -> None:
+    ddl = alter("2.2.2", 102, statement)
+    result = reference_apply(
+        apply_settings(), [insert("1.1.1", 100, ALICE), commit("1.1.1", 101), ddl]
+    )
+    (error,) = result.errors
+    assert (error.error_number, error.message_number, error.message_count) == (error_number, 1, 1)
+    assert error.lcrs == (ddl,)
+    assert result.definitions["account"] == ACCOUNT  # unchanged
+
+
+def test_modify_widens_a_column_and_longer_values_then_apply() -> None:
+    result = reference_apply(
+        apply_settings(),
+        [
+            alter("1.1.1", 100, "MODIFY (HOLDER VARCHAR2(20))"),
+            insert("2.2.2", 101, {**ALICE, "HOLDER": "a much longer name"}),
+            commit("2.2.2", 102),
+        ],
+    )
+    assert accounts(result)[(1,)]["HOLDER"] == "a much longer name"
+    assert result.errors == []
+
+
+def test_a_column_ddl_at_or_below_the_instantiation_scn_or_of_another_table_is_ignored() -> None:
+    result = reference_apply(
+        apply_settings(destination(instantiation_scn=102)),
+        [
+            alter("1.1.1", 102, "DROP COLUMN OPENED"),  # in the instantiated copy already
+            alter("2.2.2", 103, "DROP COLUMN OPENED", name="NOSUCH"),
+        ],
+    )
+    assert result.outcomes == {(DB, "1.1.1"): (102, "IGNORED"), (DB, "2.2.2"): (103, "IGNORED")}
+    assert result.definitions["account"] == ACCOUNT
+
+
+def test_an_alter_table_the_reference_does_not_model_is_refused() -> None:
+    with pytest.raises(ValueError, match="does not model"):
+        reference_apply(apply_settings(), [alter("1.1.1", 100, "ADD CONSTRAINT C CHECK (ID > 0)")])
+
+
 def test_dependent_abort_holds_a_ddl_barrier_and_everything_after_it() -> None:
     alter = {
         "source_database_name": DB,
@@ -1432,9 +1543,9 @@ def test_dependent_abort_holds_a_ddl_barrier_and_everything_after_it() -> None:
         "scn": 105,
         "commit_scn": 105,
         "object_owner": "APP",
-        "object_name": "OTHER",
+        "object_name": "ACCOUNT",
         "object_type": "TABLE",
-        "ddl_text": "ALTER TABLE APP.OTHER ADD (NOTE VARCHAR2(10))",
+        "ddl_text": "ALTER TABLE APP.ACCOUNT ADD (NOTE VARCHAR2(10))",
     }
     result = reference_apply(
         DEPENDENT,
@@ -1666,6 +1777,54 @@ def test_workloads_are_contract_lcrs_that_the_reference_applier_runs_on() -> Non
         "aborted",
         "open",
     }
+
+
+COLUMN_DDL_ERROR_NUMBERS = {904, 957, 1430, 1439, 1441, 12991}
+
+
+def test_workloads_with_column_ddl_add_rename_widen_and_drop_columns_the_lcrs_then_use() -> None:
+    drawn_ddl: set[str] = set()
+    applied_ddl: set[str] = set()
+    seen_errors: set[int] = set()
+    changed_tables = 0
+
+    @hypothesis_settings(
+        max_examples=150,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(workloads(column_ddl=True, disable_on_error=False))
+    def check(workload: Workload) -> None:
+        settings = apply_process_from_config(workload.process, workload.definitions)
+        for lcr in workload.lcrs:
+            LCR_VALIDATOR.validate(lcr)
+        result = reference_apply(settings, workload.lcrs, workload.initial)
+        drawn_ddl.update(
+            lcr["ddl_text"].split()[3]
+            for lcr in workload.lcrs
+            if lcr["command_type"] == "ALTER TABLE"
+        )
+        applied_ddl.update(
+            lcr["ddl_text"].split()[3] for lcr in result.ddl if lcr["command_type"] == "ALTER TABLE"
+        )
+        seen_errors.update(
+            e.error_number for e in result.errors if e.lcrs[0]["command_type"] == "ALTER TABLE"
+        )
+        nonlocal changed_tables
+        for table in settings.tables:
+            final = result.definitions[table.silver_table]
+            changed_tables += final != table.definition
+            for row in result.tables[table.silver_table].values():
+                assert set(row) == set(final.column_names)  # every row has the new columns
+
+    check()
+    # Every kind is drawn and most are applied (which ones: hypothesis's derandomized draws).
+    assert drawn_ddl == {"ADD", "RENAME", "MODIFY", "DROP"}, drawn_ddl
+    assert len(applied_ddl) >= 3, applied_ddl
+    assert changed_tables >= 10, changed_tables
+    assert len(seen_errors & COLUMN_DDL_ERROR_NUMBERS) >= 2, seen_errors  # each: a unit test above
 
 
 # ---------------------------------------------------------------------------------------------

@@ -28,6 +28,8 @@ Lcr = dict[str, Any]
 SourceRow = dict[str, Any]  # column -> raw LCR value
 # (source database, table name) -> source primary key (ID) -> row
 SourceState = dict[tuple[str, str], dict[int, SourceRow]]
+# (source database, table name) -> the column a column DDL added: (name, VARCHAR2 length)
+Extras = dict[tuple[str, str], tuple[str, int]]
 
 
 @dataclass
@@ -51,6 +53,20 @@ UNMAPPED_TABLE = "UNMAPPED"  # captured, but no destination table: filtered by t
 BASE_SCN = 1000
 KEY_SPACE = range(1, 6)
 ADDED_COLUMN = "ORIGIN"  # a destination column the source lacks: an add_column transformation
+# Column DDL (rule 10) adds a VARCHAR2 column EXTRA, renames it EXTRA <-> EXTRA2, widens it from
+# VARCHAR2(5) to VARCHAR2(9), or drops it; values a capture then sends for it, per length.
+EXTRA_NAMES = ("EXTRA", "EXTRA2")
+EXTRA_VALUES = {5: ("e1", "abcde", None), 9: ("e1", "abcde", "ninechars", None)}
+# Column DDL the destination refuses (the source table is left as it was): error number ->
+# statement on table T.
+FAILING_COLUMN_DDL = {
+    1430: "ADD (CODE VARCHAR2(3))",
+    904: "DROP COLUMN NOPE",
+    12991: "DROP COLUMN ID",
+    957: "RENAME COLUMN CODE TO NOTE",
+    1439: "MODIFY (CODE NUMBER)",
+    1441: "MODIFY (NOTE VARCHAR2(2))",
+}
 
 
 @dataclass(frozen=True)
@@ -324,11 +340,15 @@ def _key_text(draw: st.DrawFn, key: int) -> str | int:
     return draw(st.sampled_from(forms))
 
 
-def _new_row(draw: st.DrawFn, spec: _TableSpec, key: int) -> SourceRow:
+def _new_row(
+    draw: st.DrawFn, spec: _TableSpec, key: int, extra: tuple[str, int] | None = None
+) -> SourceRow:
     row: SourceRow = {"ID": str(key)}
     for column in spec.source_columns:
         if column != "ID":
             row[column] = draw(st.sampled_from(VALUES[column]))
+    if extra is not None:
+        row[extra[0]] = draw(st.sampled_from(EXTRA_VALUES[extra[1]]))
     return row
 
 
@@ -342,13 +362,18 @@ class _TransactionWriter:
         transaction_id: str,
         specs: list[_TableSpec],
         state: SourceState,
+        extras: Extras | None = None,
     ) -> None:
         self.draw = draw
         self.database = database
         self.transaction_id = transaction_id
         self.specs = specs
         self.state = state  # the transaction's working copy: it may be thrown away
+        self.extras = extras or {}  # columns added by column DDL, committed before
         self.lcrs: list[Lcr] = []
+
+    def _extra(self, spec: _TableSpec) -> tuple[str, int] | None:
+        return self.extras.get((self.database, spec.name))
 
     def _lcr(self, command: str, table: str, **images: list[dict[str, Any]]) -> None:
         record: Lcr = {
@@ -419,7 +444,7 @@ class _TransactionWriter:
             key = draw(st.sampled_from(free))
         else:
             key = draw(st.sampled_from(KEY_SPACE))  # the destination may hold it: ORA-00001
-        row = _new_row(draw, spec, key)
+        row = _new_row(draw, spec, key, self._extra(spec))
         image = dict(row)
         image["ID"] = _key_text(draw, key)
         # A column left out of the INSERT gets its default (QTY) or NULL (NOTE).
@@ -457,13 +482,18 @@ class _TransactionWriter:
         key = draw(st.sampled_from(sorted(rows)))
         row = rows[key]
         candidates = [c for c in spec.source_columns if c not in ("ID",)]
+        extra = self._extra(spec)
+        values = dict(VALUES)
+        if extra is not None:
+            candidates.append(extra[0])
+            values[extra[0]] = EXTRA_VALUES[extra[1]]
         changed = draw(st.lists(st.sampled_from(candidates), min_size=1, max_size=2, unique=True))
         new_row = dict(row)
         for column in changed:
             if column == "VERSION" and not _chance(draw, 4):  # versions mostly go up
                 new_row[column] = str(int(row[column]) + 1)
             else:
-                new_row[column] = draw(st.sampled_from(VALUES[column]))
+                new_row[column] = draw(st.sampled_from(values[column]))
         new_key = key
         free = [k for k in KEY_SPACE if k not in rows]
         if free and _chance(draw, 5):  # a key-changing update: the row moves
@@ -578,18 +608,23 @@ def workloads(
     typed: bool = True,
     subset_rules: bool = False,
     truncates: bool = False,
+    column_ddl: bool = False,
 ) -> Workload:
     """One differential-test workload. ``disable_on_error`` fixes that parameter (None: drawn);
     ``typed`` adds columns of every contract type to the tables, a few per table;
     ``subset_rules`` makes the positive rule set a subset rule per source; ``truncates`` makes
     half of the DDL transactions of the apply's sources a ``TRUNCATE TABLE`` (rule 10, applied)
-    instead of a ``COMMENT`` (ignored). Both off by default, so the other callers' derandomized
+    instead of a ``COMMENT`` (ignored); ``column_ddl`` makes half of them an ``ALTER TABLE``
+    that adds, renames, widens or drops a column (or one the destination refuses), and gives
+    each source its own silver tables. All off by default, so the other callers' derandomized
     draws do not move."""
     sources = SOURCES[: draw(st.integers(1, 2))]
     specs = [
         _table_spec(draw, f"T{index}", typed) for index in range(1, draw(st.integers(1, 3)) + 1)
     ]
-    shared = len(sources) == 2 and draw(st.booleans())  # both sources feed the same silver tables
+    # Both sources feed the same silver tables (not with column DDL: one source's DDL would
+    # change the other's rows).
+    shared = not column_ddl and len(sources) == 2 and draw(st.booleans())
 
     def silver_table(database: str, spec: _TableSpec) -> str:
         if shared:
@@ -603,6 +638,8 @@ def workloads(
             keys = draw(st.lists(st.sampled_from(KEY_SPACE), max_size=3, unique=True))
             state[(database, spec.name)] = {key: _new_row(draw, spec, key) for key in keys}
     snapshots = [copy.deepcopy(state)]  # snapshots[i]: after the first i commits
+    extras: Extras = {}  # the columns column DDL added, as committed
+    extras_snapshots = [dict(extras)]
     commit_scns: list[int] = []  # of the committed transactions, in commit order
 
     use_positions = draw(st.booleans())
@@ -613,10 +650,22 @@ def workloads(
     for number in range(1, draw(st.integers(1, 15)) + 1):
         database = FOREIGN_SOURCE if _chance(draw, 20) else draw(st.sampled_from(sources))
         transaction_id = f"{number}.{draw(st.integers(0, 30))}.{draw(st.integers(1, 9999))}"
-        outcome = draw(st.sampled_from(["commit"] * 7 + ["rollback", "open", "ddl"]))
+        outcome = draw(
+            st.sampled_from(
+                ["commit"] * 7 + ["rollback", "open", "ddl"] + ["ddl"] * (4 if column_ddl else 0)
+            )
+        )
         working = copy.deepcopy(state)
-        writer = _TransactionWriter(draw, database, transaction_id, specs, working)
-        if outcome == "ddl" and truncates and database in sources and draw(st.booleans()):
+        working_extras = dict(extras)
+        writer = _TransactionWriter(draw, database, transaction_id, specs, working, extras)
+        if outcome == "ddl" and column_ddl and database in sources and draw(st.booleans()):
+            # Mostly a table with a column added before, so that it is renamed, widened, dropped.
+            altered = [s for s in specs if (database, s.name) in working_extras]
+            spec = draw(st.sampled_from(altered if altered and not _chance(draw, 4) else specs))
+            writer.lcrs.append(
+                _column_ddl(draw, database, transaction_id, spec, working, working_extras)
+            )
+        elif outcome == "ddl" and truncates and database in sources and draw(st.booleans()):
             spec = draw(st.sampled_from(specs))
             writer.lcrs.append(
                 {
@@ -668,8 +717,9 @@ def workloads(
             if not ddl_by_commit_scn:
                 lcrs.append(_directive(database, transaction_id, "COMMIT", commit_scn))
             if database in sources:
-                state = working
+                state, extras = working, working_extras
                 snapshots.append(copy.deepcopy(state))
+                extras_snapshots.append(dict(extras))
                 commit_scns.append(commit_scn)
             next_scn = commit_scn + 1
         else:
@@ -687,6 +737,7 @@ def workloads(
 
     level = draw(st.sampled_from(["table", "table", "schema", "global"]))
     tables: list[dict[str, Any]] = []
+    extra_definitions: dict[str, dict[str, Any]] = {}
     schema_scns: list[dict[str, Any]] = []
     global_scns: list[dict[str, Any]] = []
     points: dict[tuple[str, str], int] = {}
@@ -713,6 +764,13 @@ def workloads(
                     del table["instantiation_scn"]  # no instantiation SCN at all: ORA-26687
                     point = 0
             points[(database, spec.name)] = point
+            extra = extras_snapshots[point].get((database, spec.name))
+            if extra is not None:  # instantiated after a column DDL: the copy has the column
+                name = f"{silver_table(database, spec)}.json"
+                document = copy.deepcopy(spec.document)
+                document["columns"].append({"name": extra[0], "type": f"VARCHAR2({extra[1]})"})
+                extra_definitions[name] = document
+                table["definition"] = name
             if spec.substitute_key:
                 table["key_columns"] = list(spec.substitute_key)
             if spec.handlers:
@@ -757,6 +815,7 @@ def workloads(
             **({"global": global_scns} if global_scns else {}),
         }
     definitions = {f"{spec.name.lower()}.json": spec.document for spec in specs}
+    definitions.update(extra_definitions)
 
     # Arrival order: transaction after transaction, or transactions shuffled, or every LCR
     # shuffled (the apply orders by CSCN, then scn, position and arrival).
@@ -768,6 +827,55 @@ def workloads(
         lcrs = draw(st.permutations(lcrs))
     lcrs = _redelivered(draw, list(lcrs), transactions)
     return Workload(process, definitions, lcrs, initial_rows)
+
+
+def _column_ddl(
+    draw: st.DrawFn,
+    database: str,
+    transaction_id: str,
+    spec: _TableSpec,
+    state: SourceState,
+    extras: Extras,
+) -> Lcr:
+    """An ALTER TABLE of one source table (rule 10), applied to the working copy of the source
+    (``state``, ``extras``): add EXTRA, then rename, widen or drop it; sometimes one the
+    destination refuses (FAILING_COLUMN_DDL), which leaves the source as it was."""
+    key = (database, spec.name)
+    rows = state.setdefault(key, {})
+    current = extras.get(key)
+    if _chance(draw, 6):
+        statement = FAILING_COLUMN_DDL[draw(st.sampled_from(sorted(FAILING_COLUMN_DDL)))]
+    elif current is None:
+        statement = f"ADD ({EXTRA_NAMES[0]} VARCHAR2(5))"
+        extras[key] = (EXTRA_NAMES[0], 5)
+        for row in rows.values():
+            row[EXTRA_NAMES[0]] = None
+    else:
+        name, length = current
+        action = draw(st.sampled_from(["RENAME", "DROP", *(["MODIFY"] if length == 5 else [])]))
+        if action == "RENAME":
+            other = EXTRA_NAMES[1 - EXTRA_NAMES.index(name)]
+            statement = f"RENAME COLUMN {name} TO {other}"
+            extras[key] = (other, length)
+            for row in rows.values():
+                row[other] = row.pop(name, None)
+        elif action == "MODIFY":
+            statement = f"MODIFY ({name} VARCHAR2(9))"
+            extras[key] = (name, 9)
+        else:
+            statement = f"DROP COLUMN {name}"
+            del extras[key]
+            for row in rows.values():
+                row.pop(name, None)
+    return {
+        "source_database_name": database,
+        "command_type": "ALTER TABLE",
+        "transaction_id": transaction_id,
+        "object_owner": OWNER,
+        "object_name": spec.name,
+        "object_type": "TABLE",
+        "ddl_text": f"ALTER TABLE {OWNER}.{spec.name} {statement}",
+    }
 
 
 def _redelivered(draw: st.DrawFn, lcrs: list[Lcr], transactions: list[list[Lcr]]) -> list[Lcr]:

@@ -227,11 +227,15 @@ def canonical(kind: str, value: Any) -> Any:
     return str(value)
 
 
-def _rows(destination: Destination, rows: Any) -> list[tuple[Any, ...]]:
-    columns = destination.definition.columns
+def _rows(columns: Sequence[tuple[str, str]], rows: Any) -> list[tuple[Any, ...]]:
+    """Rows as tuples of canonical values over ``columns`` ((name, kind), in table order)."""
     return sorted(
-        (tuple(canonical(c.kind, row[c.name]) for c in columns) for row in rows), key=repr
+        (tuple(canonical(kind, row[name]) for name, kind in columns) for row in rows), key=repr
     )
+
+
+def _columns(destination: Destination) -> list[tuple[str, str]]:
+    return [(c.name, c.kind) for c in destination.definition.columns]
 
 
 def _by_silver_table(process: ApplyProcess) -> dict[str, Destination]:
@@ -260,10 +264,15 @@ def reference_outcome(workload: Workload, batches: int = 1) -> Comparable:
     result: ReferenceResult = reference_apply(
         process, workload.lcrs, workload.initial, batch_ends=ends
     )
+    final = {
+        name: [(c.name, c.kind) for c in result.definitions[name].columns]
+        for name in _by_silver_table(process)
+    }
     return {
+        # After column DDL (rule 10): each table's columns as the last applied DDL left them.
+        "columns": {name: [c for c, _ in columns] for name, columns in final.items()},
         "tables": {
-            name: _rows(table, result.tables[name].values())
-            for name, table in _by_silver_table(process).items()
+            name: _rows(columns, result.tables[name].values()) for name, columns in final.items()
         },
         "errors": sorted(
             (
@@ -369,6 +378,18 @@ def engine_outcomes(
     return [read_outcome(spark, catalog, settings.apply_name, w) for w in workloads]
 
 
+def _silver_columns(
+    spark: SparkSession, catalog: Catalog, table: Destination
+) -> list[tuple[str, str]]:
+    """The silver table's columns as the engine left them, each with the kind of the workload's
+    column of that name; a column added by a column DDL (EXTRA, EXTRA2) is a VARCHAR2."""
+    kinds_by_name = dict(_columns(table))
+    return [
+        (name, kinds_by_name.get(name, kinds.CHARACTER))
+        for name in spark.table(catalog.silver_table(table.silver_table)).columns
+    ]
+
+
 def _silver_rows(spark: SparkSession, catalog: Catalog, table: Destination) -> list[Any]:
     return spark.table(catalog.silver_table(table.silver_table)).collect()
 
@@ -396,9 +417,14 @@ def read_outcome(
         .orderBy("cycle_id")
         .collect()
     }
+    columns = {
+        name: _silver_columns(spark, catalog, table)
+        for name, table in _by_silver_table(process).items()
+    }
     return {
+        "columns": {name: [c for c, _ in table_columns] for name, table_columns in columns.items()},
         "tables": {
-            name: _rows(table, _silver_rows(spark, catalog, table))
+            name: _rows(columns[name], _silver_rows(spark, catalog, table))
             for name, table in _by_silver_table(process).items()
         },
         "errors": sorted(

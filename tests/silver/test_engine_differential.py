@@ -184,6 +184,17 @@ def test_engine_matches_the_reference_on_workloads_that_truncate_tables(
     run_and_compare(spark, catalog, tmp_path, sharing_one_apply(truncating), batches=1)
 
 
+@pytest.mark.slow  # each column DDL is a barrier: a cycle of its own
+def test_engine_matches_the_reference_on_workloads_that_add_rename_widen_and_drop_columns(
+    spark: SparkSession, catalog: Catalog, tmp_path: Path
+) -> None:
+    # Seed 25: ten column DDL transactions, every kind, one the destination refuses (00957).
+    batch = drawn(4, workloads(disable_on_error=False, column_ddl=True), seeded=25)
+    changing = [w for w in batch if any(lcr["command_type"] == "ALTER TABLE" for lcr in w.lcrs)]
+    assert len(changing) >= 2
+    run_and_compare(spark, catalog, tmp_path, sharing_one_apply(changing), batches=1)
+
+
 @pytest.mark.slow  # three workloads end to end per seed
 @pytest.mark.parametrize("seeded", [13, 27])  # seeds whose workloads migrate rows both ways
 def test_engine_matches_the_reference_with_subset_rules(
