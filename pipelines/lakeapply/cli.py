@@ -1134,6 +1134,58 @@ def remove_rule_transformation_command(
     _admin_call(obj, "remove_rule_transformation", apply_name, rule_number, step)
 
 
+@admin_group.command("set-value-dependency")
+@click.argument("apply_name")
+@click.argument("dependency_name")
+@click.argument("object_name")
+@click.argument("columns", required=False)
+@click.option("--remove", is_flag=True, help="Remove the object from the dependency.")
+@click.pass_obj
+def set_value_dependency_command(
+    obj: CliContext,
+    apply_name: str,
+    dependency_name: str,
+    object_name: str,
+    columns: str | None,
+    remove: bool,
+) -> None:
+    """SET_VALUE_DEPENDENCY: OBJECT_NAME (OWNER.NAME) COL1,COL2 in the value dependency."""
+    if (columns is None) != remove:
+        raise click.UsageError("give COLUMNS, or --remove without them")
+    _admin_call(
+        obj,
+        "set_value_dependency",
+        apply_name,
+        dependency_name,
+        object_name,
+        None if remove else _columns(columns or ""),
+    )
+
+
+@admin_group.command("create-object-dependency")
+@click.argument("apply_name")
+@click.argument("object_name")
+@click.argument("parent_object_name")
+@click.pass_obj
+def create_object_dependency_command(
+    obj: CliContext, apply_name: str, object_name: str, parent_object_name: str
+) -> None:
+    """CREATE_OBJECT_DEPENDENCY: OBJECT_NAME (child) depends on PARENT_OBJECT_NAME."""
+    _admin_call(obj, "create_object_dependency", apply_name, object_name, parent_object_name)
+
+
+@admin_group.command("drop-object-dependency")
+@click.argument("apply_name")
+@click.argument("object_name")
+@click.argument("parent_object_name")
+@click.pass_obj
+def drop_object_dependency_command(
+    obj: CliContext, apply_name: str, object_name: str, parent_object_name: str
+) -> None:
+    """DROP_OBJECT_DEPENDENCY."""
+    _admin_call(obj, "drop_object_dependency", apply_name, object_name, parent_object_name)
+
+
 @main.command()
 @click.option(
     "--command",

@@ -284,6 +284,32 @@ def populate(spark: SparkSession, catalog: Catalog) -> None:
         ],
     )
 
+    # STUDENT rows depend on the COURSE they take (a foreign key the destination lacks).
+    dependency = {"apply_name": APPLY, "object_owner": "US03"}
+    apply_table(
+        apply_tables.VIRTUAL_DEPENDENCIES,
+        [
+            {
+                **dependency,
+                "dependency_type": "VALUE",
+                "dependency_name": "STUDENT_COURSE",
+                "object_name": name,
+                "column_name": "SUBJECT",
+                "column_position": 1,
+            }
+            for name in ("STUDENT", "COURSE")
+        ]
+        + [
+            {
+                **dependency,
+                "dependency_type": "OBJECT",
+                "object_name": "STUDENT",
+                "parent_object_owner": "US03",
+                "parent_object_name": "COURSE",
+            }
+        ],
+    )
+
     def transaction(
         transaction_id: str,
         scn: int,

@@ -50,7 +50,7 @@ def view(spark: SparkSession, gold: Gold, name: str) -> list[Row]:
 def test_dbt_build_creates_every_view_and_passes_every_test(gold: Gold) -> None:
     report = gold.report
     assert report.success, report.failures
-    assert report.models == 35  # 17 staging, 3 intermediate, 15 marts
+    assert report.models == 38  # 18 staging, 3 intermediate, 17 marts
     assert report.unit_tests_passed == 7
     assert report.tests_passed >= 40
     assert (report.tests_failed, report.tests_warned, report.errors, report.skipped) == (0, 0, 0, 0)
@@ -226,6 +226,13 @@ def test_the_dictionary_settings_views(spark: SparkSession, gold: Gold) -> None:
     ]
     [handler] = view(spark, gold, "dba_apply_conflict_columns")
     assert (handler.METHOD_NAME, handler.RESOLUTION_COLUMN) == ("MAXIMUM", "TUITION_FEE")
+    assert [tuple(r) for r in view(spark, gold, "dba_apply_value_dependencies")] == [
+        (sample.APPLY, "STUDENT_COURSE", "US03", name, "SUBJECT", 1)
+        for name in ("COURSE", "STUDENT")
+    ]
+    assert [tuple(r) for r in view(spark, gold, "dba_apply_object_dependencies")] == [
+        (sample.APPLY, "US03", "STUDENT", "US03", "COURSE")
+    ]
 
 
 def test_render_sqlplus_prints_dba_apply_progress_like_sqlplus(

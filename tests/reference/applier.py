@@ -107,6 +107,15 @@ D16 Column DDL (rule 10), in the narrow grammar the workloads draw (anything els
     the new type (rows unchanged). The transactions after it are applied under the new
     definition (conversions, unknown columns). A failing DDL makes its transaction an error
     transaction whose messages are its DDL LCRs (the failing one's position, their count).
+D17 Virtual dependencies (rule 9, DEPENDENT_TRANSACTIONS; lakeapply.yml
+    ``virtual_dependencies``). A message that touches a row (D15) also touches, for each value
+    dependency naming its destination object (``OWNER.NAME`` of the definition), the tuple of
+    converted values of the dependency's columns in each of its images that carries them all,
+    none NULL and every one converting (INSERT: new; DELETE: old; UPDATE: old, and old
+    overlaid with new); and, for each object dependency naming its object as child or parent,
+    that side of the dependency. Two transactions depend on each other when they touch the
+    same row or value tuple, or opposite sides of one object dependency (child with parent,
+    never child with child).
 D15 Commit serialization (rule 9). Without an abort both settings apply one transaction at a
     time in CSCN order (one valid DEPENDENT_TRANSACTIONS schedule): same tables, low = high
     watermark. When a transaction aborts the apply (disable_on_error = Y), FULL processes
@@ -622,7 +631,9 @@ def _dependent_walk(
             return held + later[position:]  # not received yet, or a DDL barrier (rule 9)
         touches = _touches(settings, transaction)
         outcome = (
-            None if touches & touched else _apply_transaction(settings, result.tables, transaction)
+            None
+            if _depends(touches, touched)
+            else _apply_transaction(settings, result.tables, transaction)
         )
         if outcome is None or isinstance(outcome, ErrorTransaction):
             held.append(transaction)
@@ -668,9 +679,9 @@ def _ddl_changes(settings: ApplyProcess, transaction: _Transaction, lcr: dict[st
     return lcr["command_type"] not in NO_CHANGE_DDL
 
 
-def _touches(settings: ApplyProcess, transaction: _Transaction) -> set[tuple[str, Key]]:
+def _touches(settings: ApplyProcess, transaction: _Transaction) -> set[tuple[Any, ...]]:
     """D15: (silver table, key) of every row a transaction's messages address."""
-    touched: set[tuple[str, Key]] = set()
+    touched: set[tuple[Any, ...]] = set()
     database = transaction.source_database
     for lcr in transaction.lcrs_passing(settings):
         if _is_ddl(lcr):
@@ -694,6 +705,7 @@ def _touches(settings: ApplyProcess, transaction: _Transaction) -> set[tuple[str
         )
         key = _key_of(table, message.get(images[0]) or [])
         if key is not None:
+            touched |= _virtual_touches(settings, table, message)
             touched.add((table.silver_table, key))
             if command == "UPDATE":
                 # Rule 5: the row moves to its new key (key columns absent from new_values keep
@@ -704,6 +716,45 @@ def _touches(settings: ApplyProcess, transaction: _Transaction) -> set[tuple[str
                 if moved is not None:
                     touched.add((table.silver_table, moved))
     return touched
+
+
+def _depends(touches: set[tuple[Any, ...]], touched: set[tuple[Any, ...]]) -> bool:
+    """D15, D17: a shared row or value tuple, or the other side of an object dependency."""
+    shared = {t for t in touches & touched if t[0] != "object dependency"}
+    sides = {(t[1], t[2]) for t in touched if t[0] == "object dependency"}
+    return bool(shared) or any(
+        t[0] == "object dependency" and (t[1], "PARENT" if t[2] == "CHILD" else "CHILD") in sides
+        for t in touches
+    )
+
+
+def _virtual_touches(
+    settings: ApplyProcess, table: Destination, message: dict[str, Any]
+) -> set[tuple[Any, ...]]:
+    """D17: the value tuples and object-dependency sides a message that touches a row adds."""
+    found: set[tuple[Any, ...]] = set()
+    definition = table.definition
+    obj = f"{definition.owner}.{definition.name}"
+    for number, dependency in enumerate(settings.object_dependencies):
+        for side, named in (("CHILD", dependency["object"]), ("PARENT", dependency["parent"])):
+            if named == obj:
+                found.add(("object dependency", number, side))
+    old = {v["column_name"]: v["value"] for v in message.get("old_values") or []}
+    new = {v["column_name"]: v["value"] for v in message.get("new_values") or []}
+    images = {"INSERT": [new], "DELETE": [old], "UPDATE": [old, {**old, **new}]}
+    for dependency in settings.value_dependencies:
+        if dependency["object"] != obj:
+            continue
+        for image in images.get(message["command_type"], []):
+            try:
+                values = tuple(
+                    convert_value(definition.column(c), image[c]) for c in dependency["columns"]
+                )
+            except (KeyError, StopIteration, ApplyRowError):
+                continue  # a column absent from the image, or a value that does not convert
+            if None not in values:
+                found.add(("value dependency", dependency["name"], values))
+    return found
 
 
 def _key_of(table: Destination, image: list[dict[str, Any]]) -> Key | None:

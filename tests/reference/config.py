@@ -206,6 +206,10 @@ class ApplyProcess:
     # None when the apply process declares none.
     negative_rules: tuple[Mapping[str, Any], ...] = ()
     positive_rules: tuple[Mapping[str, Any], ...] | None = None
+    # Virtual dependencies as lakeapply.yml writes them: value ({"name", "object": "O.T",
+    # "columns"}) and object ({"object": "O.CHILD", "parent": "O.PARENT"}).
+    value_dependencies: tuple[Mapping[str, Any], ...] = ()
+    object_dependencies: tuple[Mapping[str, Any], ...] = ()
 
     def passes_rules(self, lcr: Mapping[str, Any]) -> bool:
         """Rule 2: the tag rule, the negative rule set, then the positive one (if declared);
@@ -384,6 +388,8 @@ def apply_process_from_config(
         },
         global_scns={e["source_database"]: e["scn"] for e in instantiation.get("global", ())},
         commit_serialization=parameters.get("commit_serialization", "FULL"),
+        value_dependencies=tuple(process.get("virtual_dependencies", {}).get("value", ())),
+        object_dependencies=tuple(process.get("virtual_dependencies", {}).get("object", ())),
     )
 
 

@@ -1216,6 +1216,59 @@ ABORTING = [
 ]
 
 
+# D17: virtual dependencies. CONTACT rows name their ACCOUNT in ACCOUNT_ID (no foreign key).
+def _with_dependencies(**dependencies: Any) -> ApplyProcess:
+    return apply_settings(
+        destination(),
+        destination(CONTACT, substitute_key=("ACCOUNT_ID", "KIND")),
+        commit_serialization="DEPENDENT_TRANSACTIONS",
+        **dependencies,
+    )
+
+
+ACCOUNT_ID_OF_CONTACT = (
+    {"name": "ACCOUNT_CONTACT", "object": "APP.ACCOUNT", "columns": ["ID"]},
+    {"name": "ACCOUNT_CONTACT", "object": "APP.CONTACT", "columns": ["ACCOUNT_ID"]},
+)
+CONTACT_OF_ACCOUNT = ({"object": "APP.CONTACT", "parent": "APP.ACCOUNT"},)
+
+
+def contact(txid: str, scn: int, account_id: str, kind: str = "MAIL") -> dict[str, Any]:
+    return insert(txid, scn, {"ACCOUNT_ID": account_id, "KIND": kind}, table=CONTACT)
+
+
+def test_a_value_dependency_holds_a_later_transaction_with_the_same_value() -> None:
+    lcrs = [
+        *ABORTING,  # inserts account 5, then fails
+        contact("2.2.2", 103, "5.0"),  # names account 5 (as NUMBER): dependent
+        commit("2.2.2", 104),
+        contact("3.3.3", 105, "6"),  # account 6: independent
+        commit("3.3.3", 106),
+    ]
+    result = reference_apply(_with_dependencies(value_dependencies=ACCOUNT_ID_OF_CONTACT), lcrs)
+    assert sorted(k[0] for k in result.tables["contact"]) == [6]
+    assert result.low_watermark == {DB: 102} and result.high_watermark == {DB: 106}
+    # Without the dependency both contacts apply: nothing else links them to account 5.
+    plain = reference_apply(_with_dependencies(), lcrs)
+    assert sorted(k[0] for k in plain.tables["contact"]) == [5, 6]
+
+
+def test_an_object_dependency_links_child_and_parent_transactions_only() -> None:
+    lcrs = [
+        insert("1.1.1", 100, {"ACCOUNT_ID": "1", "KIND": "MAIL"}, table=CONTACT),
+        insert("1.1.1", 101, {"ACCOUNT_ID": "1", "KIND": "MAIL"}, table=CONTACT),  # 00001
+        commit("1.1.1", 102),
+        contact("2.2.2", 103, "2"),  # child after child: independent
+        commit("2.2.2", 104),
+        insert("3.3.3", 105, BOB),  # parent after child: dependent
+        commit("3.3.3", 106),
+    ]
+    result = reference_apply(_with_dependencies(object_dependencies=CONTACT_OF_ACCOUNT), lcrs)
+    assert sorted(k[0] for k in result.tables["contact"]) == [2]
+    assert accounts(result) == {}
+    assert result.oldest_scn == {DB: 105}
+
+
 def test_dependent_abort_applies_a_later_transaction_touching_other_rows() -> None:
     result = reference_apply(
         DEPENDENT, [*ABORTING, insert("2.2.2", 103, {**BOB, "ID": "6"}), commit("2.2.2", 104)]

@@ -609,6 +609,7 @@ def workloads(
     subset_rules: bool = False,
     truncates: bool = False,
     column_ddl: bool = False,
+    virtual_dependencies: bool = False,
 ) -> Workload:
     """One differential-test workload. ``disable_on_error`` fixes that parameter (None: drawn);
     ``typed`` adds columns of every contract type to the tables, a few per table;
@@ -616,8 +617,9 @@ def workloads(
     half of the DDL transactions of the apply's sources a ``TRUNCATE TABLE`` (rule 10, applied)
     instead of a ``COMMENT`` (ignored); ``column_ddl`` makes half of them an ``ALTER TABLE``
     that adds, renames, widens or drops a column (or one the destination refuses), and gives
-    each source its own silver tables. All off by default, so the other callers' derandomized
-    draws do not move."""
+    each source its own silver tables; ``virtual_dependencies`` declares a value dependency on
+    CODE over some tables and, with two tables or more, sometimes an object dependency (drawn
+    last). All off by default, so the other callers' derandomized draws do not move."""
     sources = SOURCES[: draw(st.integers(1, 2))]
     specs = [
         _table_spec(draw, f"T{index}", typed) for index in range(1, draw(st.integers(1, 3)) + 1)
@@ -826,7 +828,27 @@ def workloads(
     if arrival == "lcrs shuffled":
         lcrs = draw(st.permutations(lcrs))
     lcrs = _redelivered(draw, list(lcrs), transactions)
+    if virtual_dependencies:
+        process["virtual_dependencies"] = _virtual_dependencies(draw, specs)
     return Workload(process, definitions, lcrs, initial_rows)
+
+
+def _virtual_dependencies(draw: st.DrawFn, specs: list[_TableSpec]) -> dict[str, Any]:
+    """A value dependency on CODE (values A, B or NULL: often shared) over one or more tables,
+    and with two tables or more sometimes an object dependency of one on another."""
+    named = draw(st.lists(st.sampled_from(specs), min_size=1, unique_by=lambda spec: spec.name))
+    dependencies: dict[str, Any] = {
+        "value": [
+            {"name": "BY_CODE", "object": f"{OWNER}.{spec.name}", "columns": ["CODE"]}
+            for spec in named
+        ]
+    }
+    if len(specs) > 1 and draw(st.booleans()):
+        child, parent = draw(st.permutations(specs))[:2]
+        dependencies["object"] = [
+            {"object": f"{OWNER}.{child.name}", "parent": f"{OWNER}.{parent.name}"}
+        ]
+    return dependencies
 
 
 def _column_ddl(

@@ -21,7 +21,9 @@ from lakeapply.silver.settings import (
     CommitSerialization,
     ConflictResolution,
     DestinationTable,
+    ObjectDependency,
     UpdateConflictHandler,
+    ValueDependency,
 )
 
 # One worker runs the whole module under `pytest -n 2 --dist loadgroup`: its module-scoped
@@ -58,6 +60,12 @@ def _settings() -> ApplySettings:
         global_instantiation_scns=(("DBS1.EXAMPLE.COM", 5),),
         max_cycle_batches=3,
         max_error_passes=2,
+        # In the order load_settings returns them (sorted).
+        value_dependencies=(
+            ValueDependency("STUDENT_COURSE", "US03", "COURSE", ("UNIVERSITY", "SUBJECT")),
+            ValueDependency("STUDENT_COURSE", "US03", "STUDENT", ("UNIVERSITY", "SUBJECT")),
+        ),
+        object_dependencies=(ObjectDependency("US03", "STUDENT", "US03", "COURSE"),),
     )
 
 
@@ -352,3 +360,24 @@ def test_transformation_steps_are_inserted_and_removed_at_their_step_numbers(
         add(spark, catalog, "APPLY_STEPS", "ORCL", STUDENT, {"drop_column": "X"})
     admin.remove_transformation(spark, catalog, "APPLY_STEPS", "ORCL", STUDENT, None)
     assert _student(admin.load_settings(spark, catalog, "APPLY_STEPS")).transformations == ()
+
+
+def test_virtual_dependency_procedures_change_what_load_settings_returns(
+    spark: SparkSession, catalog: Catalog
+) -> None:
+    admin.publish_settings(spark, catalog, _settings())
+    name = "APPLY_ADMIN"
+    admin.set_value_dependency(spark, catalog, name, "STUDENT_COURSE", "US03.COURSE", None)
+    admin.set_value_dependency(spark, catalog, name, "BY_YEAR", "US03.STUDENT", ["ENTRY_YEAR"])
+    admin.drop_object_dependency(spark, catalog, name, STUDENT, "US03.COURSE")
+    admin.create_object_dependency(spark, catalog, name, "US03.COURSE", STUDENT)
+    settings = admin.load_settings(spark, catalog, name)
+    assert settings.value_dependencies == (
+        ValueDependency("BY_YEAR", "US03", "STUDENT", ("ENTRY_YEAR",)),
+        ValueDependency("STUDENT_COURSE", "US03", "STUDENT", ("UNIVERSITY", "SUBJECT")),
+    )
+    assert settings.object_dependencies == (ObjectDependency("US03", "COURSE", "US03", "STUDENT"),)
+    with pytest.raises(ConfigurationError, match=r"no object dependency of US03\.STUDENT"):
+        admin.drop_object_dependency(spark, catalog, name, STUDENT, "US03.COURSE")
+    with pytest.raises(ConfigurationError, match=r"virtual_dependencies/value/\d+/columns"):
+        admin.set_value_dependency(spark, catalog, name, "BY_YEAR", "US03.COURSE", ["NOPE"])

@@ -14,7 +14,12 @@ from lakeapply.contract.table_definitions import SCHEMAS_DIR, load_table_definit
 from lakeapply.errors import ConfigurationError
 from lakeapply.landing.generator import synthetic_table_definitions
 from lakeapply.silver.config import load_config
-from lakeapply.silver.settings import CommitSerialization, ConflictResolution
+from lakeapply.silver.settings import (
+    CommitSerialization,
+    ConflictResolution,
+    ObjectDependency,
+    ValueDependency,
+)
 from lakeapply.silver.validation import validate_settings
 
 REPO = SCHEMAS_DIR.parent
@@ -363,3 +368,80 @@ def test_a_rule_for_a_source_the_apply_does_not_read_is_an_error(tmp_path: Path)
         r"source database 'ELSEWHERE' is not one of",
         _process(rules={"negative": [{"source_database": "ELSEWHERE"}]}),
     )
+
+
+def _with_course(**overrides: Any) -> dict[str, Any]:
+    course = _table(
+        source_object="US03.COURSE",
+        silver_table="orcl_us03_course",
+        definition=str(TABLES / "us03.course.yml"),
+    )
+    return _process(tables=[_table(), course], **overrides)
+
+
+def test_virtual_dependencies_load_into_the_settings(tmp_path: Path) -> None:
+    dependencies = {
+        "value": [
+            {"name": "STUDENT_COURSE", "object": "US03.STUDENT", "columns": ["SUBJECT"]},
+            {"name": "STUDENT_COURSE", "object": "US03.COURSE", "columns": ["SUBJECT"]},
+        ],
+        "object": [{"object": "US03.STUDENT", "parent": "US03.COURSE"}],
+    }
+    (settings,) = _load(tmp_path, _with_course(virtual_dependencies=dependencies))
+    assert settings.value_dependencies == (
+        ValueDependency("STUDENT_COURSE", "US03", "STUDENT", ("SUBJECT",)),
+        ValueDependency("STUDENT_COURSE", "US03", "COURSE", ("SUBJECT",)),
+    )
+    assert settings.object_dependencies == (ObjectDependency("US03", "STUDENT", "US03", "COURSE"),)
+
+
+@pytest.mark.parametrize(
+    ("dependencies", "where", "message"),
+    [
+        (
+            {"value": [{"name": "D", "object": "US03.NOPE", "columns": ["SUBJECT"]}]},
+            "value/0/object",
+            "US03.NOPE is not a destination table of the apply process",
+        ),
+        (
+            {"value": [{"name": "D", "object": "US03.STUDENT", "columns": ["NICKNAME"]}]},
+            "value/0/columns",
+            r"unknown column\(s\) \['NICKNAME'\]",
+        ),
+        (
+            {
+                "value": [
+                    {"name": "D", "object": "US03.STUDENT", "columns": ["SUBJECT"]},
+                    {"name": "D", "object": "US03.STUDENT", "columns": ["SURNAME"]},
+                ]
+            },
+            "value/1/object",
+            "value dependency D already has columns for US03.STUDENT",
+        ),
+        (
+            {
+                "value": [
+                    {"name": "D", "object": "US03.STUDENT", "columns": ["SUBJECT"]},
+                    {"name": "D", "object": "US03.COURSE", "columns": ["SUBJECT", "UNIVERSITY"]},
+                ]
+            },
+            "value/1/columns",
+            r"every object of value dependency D lists 1 column\(s\)",
+        ),
+        (
+            {"object": [{"object": "US03.STUDENT", "parent": "US03.STUDENT"}]},
+            "object/0",
+            "an object cannot depend on itself",
+        ),
+        (
+            {"object": [{"object": "US03.STUDENT", "parent": "US03.NOPE"}]},
+            "object/0/parent",
+            "US03.NOPE is not a destination table",
+        ),
+    ],
+)
+def test_an_invalid_virtual_dependency_is_an_error(
+    tmp_path: Path, dependencies: dict[str, Any], where: str, message: str
+) -> None:
+    process = _with_course(virtual_dependencies=dependencies)
+    _fails(tmp_path, f"apply_processes/0/virtual_dependencies/{where}", message, process)

@@ -9,7 +9,7 @@ from lakeapply.errors import ApplyAbortedError
 from lakeapply.silver.cycle_state import ABORT_STATUS_CRASH_POINT, CRASH_POINTS, SimulatedApplyCrash
 from lakeapply.silver.dependent import held_transactions
 from lakeapply.silver.engine import apply_cycle
-from lakeapply.silver.settings import CommitSerialization
+from lakeapply.silver.settings import CommitSerialization, ObjectDependency, ValueDependency
 from lakeapply.testing import LakeapplyHarness, Transaction, apply_settings, table_definition
 
 COLUMNS = ["source_database_name", "transaction_id", "commit_scn", "silver_table", "group_id"]
@@ -63,6 +63,19 @@ def test_keyless_and_discarded_lcrs_link_nothing(spark: SparkSession) -> None:
         ("DB", "T3", 30, "A", "k1"),
     ]
     assert _held(spark, touches) == {"T1"}
+
+
+def test_an_object_dependency_links_child_to_parent_but_not_child_to_child(
+    spark: SparkSession,
+) -> None:
+    side = "object dependency 0"
+    touches = [
+        ("DB", "T1", 10, "A", "k1"),
+        ("DB", "T1", 10, side, "CHILD"),
+        ("DB", "T2", 20, side, "CHILD"),  # another child: independent
+        ("DB", "T3", 30, side, "PARENT"),  # the parent: dependent
+    ]
+    assert _held(spark, touches) == {"T1", "T3"}
 
 
 # Engine: an abort on table A under FULL and under DEPENDENT_TRANSACTIONS.
@@ -147,3 +160,36 @@ def test_under_dependent_an_aborting_cycle_crashed_at_every_step_applies_each_tr
     outcomes = sorted((row.transaction_id, row.outcome) for row in apply.transactions().collect())
     assert [txn for txn, _ in outcomes] == ["1.0.1", "1.0.2", "1.0.3"]
     assert len(apply.error_queue().collect()) == 1
+
+
+def test_virtual_dependencies_hold_back_what_the_destination_constraints_do_not_show(
+    lakeapply: LakeapplyHarness,
+) -> None:
+    """A.V names a B row (value dependency A.V = B.V); C depends on A (object dependency). 1.0.1
+    fails on A; 1.0.2 inserts B with V 'x', the value 1.0.1's A row names: held; 1.0.3 inserts
+    C: held (child of A); 1.0.4 inserts B with another value: applied."""
+    c = table_definition("HR.C", {"ID": "NUMBER(10)", "V": "VARCHAR2(10)"}, primary_key=["ID"])
+    apply = lakeapply
+    apply.configure(
+        apply_settings(
+            A,
+            B,
+            c,
+            commit_serialization=CommitSerialization.DEPENDENT_TRANSACTIONS,
+            value_dependencies=(
+                ValueDependency("A_NAMES_B", "HR", "A", ("V",)),
+                ValueDependency("A_NAMES_B", "HR", "B", ("V",)),
+            ),
+            object_dependencies=(ObjectDependency("HR", "C", "HR", "A"),),
+        )
+    )
+    apply.run(
+        apply.txn(scn=100, transaction_id="1.0.1").delete("HR.A", ID=2, V="x").commit(scn=110),
+        apply.txn(scn=115, transaction_id="1.0.2").insert("HR.B", ID=7, V="x").commit(scn=120),
+        apply.txn(scn=125, transaction_id="1.0.3").insert("HR.C", ID=1, V="z").commit(scn=130),
+        apply.txn(scn=135, transaction_id="1.0.4").insert("HR.B", ID=8, V="y").commit(scn=140),
+    )
+
+    assert apply.apply_status() == "ABORTED"
+    assert (_ids(apply, "HR.B"), _ids(apply, "HR.C")) == ([8], [])
+    assert _marks(apply) == (110, 140)

@@ -184,6 +184,27 @@ def test_engine_matches_the_reference_on_workloads_that_truncate_tables(
     run_and_compare(spark, catalog, tmp_path, sharing_one_apply(truncating), batches=1)
 
 
+# Seeds whose second workload, under DEPENDENT_TRANSACTIONS, aborts and has virtual dependencies
+# that hold back transactions sharing no row with the aborting one (the reference without them
+# applies more): seed 26 (a value dependency on two tables and an object dependency; 4
+# transactions applied after the abort), seed 35 (2 applied after it).
+@pytest.mark.slow  # one aborting apply per seed
+@pytest.mark.parametrize("seeded", [26, 35])
+def test_engine_matches_the_reference_when_virtual_dependencies_hold_transactions_back(
+    spark: SparkSession, catalog: Catalog, tmp_path: Path, seeded: int
+) -> None:
+    drawn_workload = drawn(2, workloads(disable_on_error=True, virtual_dependencies=True), seeded)[
+        1
+    ]
+    workload = differential.with_parameters(
+        drawn_workload, commit_serialization="DEPENDENT_TRANSACTIONS"
+    )
+    expected = reference_outcome(workload)
+    assert expected["aborted"]
+    actual = engine_outcomes(spark, catalog, [workload], tmp_path, batches=1)
+    compare(expected, actual[0], batches=1)
+
+
 @pytest.mark.slow  # each column DDL is a barrier: a cycle of its own
 def test_engine_matches_the_reference_on_workloads_that_add_rename_widen_and_drop_columns(
     spark: SparkSession, catalog: Catalog, tmp_path: Path

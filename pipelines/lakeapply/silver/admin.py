@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
+from dataclasses import astuple, replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -51,8 +51,10 @@ from lakeapply.silver.settings import (
     CommitSerialization,
     ConflictResolution,
     DestinationTable,
+    ObjectDependency,
     TransformationKind,
     UpdateConflictHandler,
+    ValueDependency,
     ValueImage,
 )
 from lakeapply.silver.validation import (
@@ -70,8 +72,10 @@ __all__ = [
     "add_rule",
     "add_transformation",
     "compare_old_values",
+    "create_object_dependency",
     "delete_all_errors",
     "delete_error",
+    "drop_object_dependency",
     "execute_all_errors",
     "execute_error",
     "instantiate",
@@ -85,6 +89,7 @@ __all__ = [
     "set_schema_instantiation_scn",
     "set_table_instantiation_scn",
     "set_update_conflict_handler",
+    "set_value_dependency",
     "start_apply",
     "stop_apply",
     "table_definition_from_json",
@@ -272,6 +277,7 @@ def _dictionary_rows(settings: ApplySettings) -> dict[str, list[tuple[Any, ...]]
             )
             for number, rule in enumerate(rules, start=1)
         ],
+        dictionary.VIRTUAL_DEPENDENCIES: _virtual_dependency_rows(settings),
     }
     for table in settings.tables:
         source = (name, table.source_database, table.definition.owner, table.definition.name)
@@ -312,6 +318,59 @@ def _dictionary_rows(settings: ApplySettings) -> dict[str, list[tuple[Any, ...]]
             for number, step in enumerate(table.transformations, start=1)
         )
     return rows
+
+
+_NONE2 = (None, None)  # the columns of the other dependency type
+
+
+def _virtual_dependency_rows(settings: ApplySettings) -> list[tuple[Any, ...]]:
+    name = settings.apply_name
+    return [
+        *(
+            (name, "VALUE", value.name, value.owner, value.object_name, column, position, *_NONE2)
+            for value in settings.value_dependencies
+            for position, column in enumerate(value.columns, start=1)
+        ),
+        *(
+            (
+                name,
+                "OBJECT",
+                None,
+                dependency.owner,
+                dependency.object_name,
+                *_NONE2,
+                dependency.parent_owner,
+                dependency.parent_name,
+            )
+            for dependency in settings.object_dependencies
+        ),
+    ]
+
+
+def _virtual_dependencies(
+    rows: list[Row],
+) -> tuple[tuple[ValueDependency, ...], tuple[ObjectDependency, ...]]:
+    """The value and object dependencies, from their dictionary rows (in declared order)."""
+    columns: dict[tuple[str, str, str], list[tuple[int, str]]] = {}
+    objects: list[ObjectDependency] = []
+    for row in rows:
+        if row["dependency_type"] == "VALUE":
+            key = (row["dependency_name"], row["object_owner"], row["object_name"])
+            columns.setdefault(key, []).append((row["column_position"], row["column_name"]))
+        else:
+            objects.append(
+                ObjectDependency(
+                    row["object_owner"],
+                    row["object_name"],
+                    row["parent_object_owner"],
+                    row["parent_object_name"],
+                )
+            )
+    values = tuple(
+        ValueDependency(*key, tuple(column for _, column in sorted(listed)))
+        for key, listed in sorted(columns.items())
+    )
+    return values, tuple(sorted(objects, key=astuple))
 
 
 def publish_settings(spark: SparkSession, catalog: Catalog, settings: ApplySettings) -> None:
@@ -391,6 +450,7 @@ def load_settings(spark: SparkSession, catalog: Catalog, apply_name: str) -> App
         dictionary.TRANSFORMATIONS,
         dictionary.DESTINATION_TABLES,
         dictionary.RULES,
+        dictionary.VIRTUAL_DEPENDENCIES,
     )
     # A dozen small reads, each a Spark job or two: side by side, not one after the other.
     fetched = dict(
@@ -409,6 +469,7 @@ def load_settings(spark: SparkSession, catalog: Catalog, apply_name: str) -> App
 
     tables = _destination_tables(fetched, catalog, name)
     negative, positive = _rule_sets(fetched[dictionary.RULES])
+    value_dependencies, objects = _virtual_dependencies(fetched[dictionary.VIRTUAL_DEPENDENCIES])
     process = processes[0]
     defaults = ApplySettings(name, (), ())
     return ApplySettings(
@@ -432,6 +493,8 @@ def load_settings(spark: SparkSession, catalog: Catalog, apply_name: str) -> App
         ),
         max_cycle_batches=values.get("MAX_CYCLE_BATCHES", defaults.max_cycle_batches),
         max_error_passes=values.get("MAX_ERROR_PASSES", defaults.max_error_passes),
+        value_dependencies=value_dependencies,
+        object_dependencies=objects,
     )
 
 
@@ -715,6 +778,71 @@ def compare_old_values(
         _with_table(settings, replace(table, uncompared_columns=uncompared)),
         settings,
     )
+
+
+def _owner_and_name(object_name: str, procedure: str, apply_name: str) -> tuple[str, str]:
+    owner, dot, name = object_name.partition(".")
+    if not dot or not owner or not name:
+        raise _fail(apply_name, procedure, f"object {object_name!r} is not OWNER.NAME")
+    return owner, name
+
+
+def set_value_dependency(
+    spark: SparkSession,
+    catalog: Catalog,
+    apply_name: str,
+    dependency_name: str,
+    object_name: str,
+    attribute_list: Sequence[str] | None,
+) -> None:
+    """SET_VALUE_DEPENDENCY: the columns of ``object_name`` (OWNER.NAME of a destination table)
+    in value dependency ``dependency_name``; ``attribute_list=None`` removes the object from it."""
+    settings = load_settings(spark, catalog, apply_name)
+    owner, name = _owner_and_name(object_name, "SET_VALUE_DEPENDENCY", settings.apply_name)
+    kept = tuple(
+        d
+        for d in settings.value_dependencies
+        if (d.name, d.owner, d.object_name) != (dependency_name, owner, name)
+    )
+    added = (
+        ()
+        if attribute_list is None
+        else (ValueDependency(dependency_name, owner, name, tuple(attribute_list)),)
+    )
+    _publish(spark, catalog, replace(settings, value_dependencies=kept + added), settings)
+
+
+def create_object_dependency(
+    spark: SparkSession, catalog: Catalog, apply_name: str, object_name: str, parent_name: str
+) -> None:
+    """CREATE_OBJECT_DEPENDENCY: transactions involving ``object_name`` (the child) and those
+    involving ``parent_name`` are dependent (both OWNER.NAME of destination tables)."""
+    settings = load_settings(spark, catalog, apply_name)
+    dependency = ObjectDependency(
+        *_owner_and_name(object_name, "CREATE_OBJECT_DEPENDENCY", settings.apply_name),
+        *_owner_and_name(parent_name, "CREATE_OBJECT_DEPENDENCY", settings.apply_name),
+    )
+    objects = (*settings.object_dependencies, dependency)
+    _publish(spark, catalog, replace(settings, object_dependencies=objects), settings)
+
+
+def drop_object_dependency(
+    spark: SparkSession, catalog: Catalog, apply_name: str, object_name: str, parent_name: str
+) -> None:
+    """DROP_OBJECT_DEPENDENCY: forget an object dependency (an unknown one is an error)."""
+    settings = load_settings(spark, catalog, apply_name)
+    dependency = ObjectDependency(
+        *_owner_and_name(object_name, "DROP_OBJECT_DEPENDENCY", settings.apply_name),
+        *_owner_and_name(parent_name, "DROP_OBJECT_DEPENDENCY", settings.apply_name),
+    )
+    if dependency not in settings.object_dependencies:
+        raise _fail(
+            settings.apply_name,
+            "DROP_OBJECT_DEPENDENCY",
+            f"no object dependency of {object_name} on {parent_name}",
+        )
+    objects = tuple(d for d in settings.object_dependencies if d != dependency)
+    _publish(spark, catalog, replace(settings, object_dependencies=objects), settings)
 
 
 def set_update_conflict_handler(

@@ -30,8 +30,10 @@ from lakeapply.silver.settings import (
     CommitSerialization,
     ConflictResolution,
     DestinationTable,
+    ObjectDependency,
     TransformationKind,
     UpdateConflictHandler,
+    ValueDependency,
     ValueImage,
 )
 from lakeapply.silver.validation import validate_settings
@@ -165,6 +167,14 @@ class _Loader:
             ),
             max_cycle_batches=parameters.get("max_cycle_batches", 100),
             max_error_passes=parameters.get("max_error_passes", 8),
+            value_dependencies=tuple(
+                value_dependency_from_dict(entry)
+                for entry in process.get("virtual_dependencies", {}).get("value", ())
+            ),
+            object_dependencies=tuple(
+                object_dependency_from_dict(entry)
+                for entry in process.get("virtual_dependencies", {}).get("object", ())
+            ),
         )
         validate_settings(settings, self.fail, at=f"{where}/")
         return settings
@@ -304,3 +314,21 @@ def rule_from_dict(rule: Mapping[str, Any]) -> ApplyRule:
             transformation_from_dict(step) for step in rule.get("transformations", ())
         ),
     )
+
+
+def _object(text: str) -> tuple[str, str]:
+    owner, _, name = text.partition(".")
+    return owner, name
+
+
+def value_dependency_from_dict(entry: Mapping[str, Any]) -> ValueDependency:
+    """``{name: D, object: OWNER.TABLE, columns: [A, B]}`` (lakeapply.yml)."""
+    owner, name = _object(entry["object"])
+    return ValueDependency(entry["name"], owner, name, tuple(entry["columns"]))
+
+
+def object_dependency_from_dict(entry: Mapping[str, Any]) -> ObjectDependency:
+    """``{object: OWNER.CHILD, parent: OWNER.PARENT}`` (lakeapply.yml)."""
+    owner, name = _object(entry["object"])
+    parent_owner, parent_name = _object(entry["parent"])
+    return ObjectDependency(owner, name, parent_owner, parent_name)

@@ -8,6 +8,10 @@ barrier touches the group ``*`` of its table, which every group of that table ma
 holds back everything after it on its table and a held transaction holds back a later DDL (the
 engine runs a DDL transaction in a cycle of its own, so it never passes such touches today).
 
+Virtual dependencies (``silver/virtual_dependencies.py``) add touches of their own: a value
+dependency's value tuple (linked like a group), an object dependency's CHILD or PARENT side
+(linked to the other side only).
+
 Set-based: each iteration joins the groups of held transactions with the touches of the others;
 the number of iterations follows the longest chain of dependencies, not the number of
 transactions.
@@ -19,6 +23,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from lakeapply.silver.components import STATIC_GROUP
+from lakeapply.silver.virtual_dependencies import OBJECT_DEPENDENCY
 
 ALL_KEYS = "*"
 TRANSACTION = ["source_database_name", "transaction_id"]
@@ -57,7 +62,12 @@ def held_transactions(touches: DataFrame, aborting: DataFrame) -> DataFrame:
             F.col("silver_table").alias("h_table"),
             F.col("group_id").alias("h_group"),
         )
-        same_rows = (F.col("silver_table") == F.col("h_table")) & (
+        # An object dependency links its two sides (child with parent), never a side with
+        # itself; every other touch links the same group, and ``*`` every group of its table.
+        same_rows = (F.col("silver_table") == F.col("h_table")) & F.when(
+            F.col("silver_table").startswith(OBJECT_DEPENDENCY),
+            F.col("group_id") != F.col("h_group"),
+        ).otherwise(
             (F.col("group_id") == F.col("h_group"))
             | (F.col("group_id") == F.lit(ALL_KEYS))
             | (F.col("h_group") == F.lit(ALL_KEYS))

@@ -125,6 +125,20 @@ RULES_SCHEMA = _schema(
     ("subset_condition", S, True),  # a subset rule's condition, as declared
     ("transformations_json", S, True),  # the rule's transformations (lakeapply.yml form), JSON
 )
+# DBA_APPLY_VALUE_DEPENDENCIES (one row per column) and DBA_APPLY_OBJECT_DEPENDENCIES (one row per
+# child and parent), in one table: both are small and read together.
+VIRTUAL_DEPENDENCIES = "virtual_dependencies"
+VIRTUAL_DEPENDENCIES_SCHEMA = _schema(
+    ("apply_name", S, False),
+    ("dependency_type", S, False),  # VALUE | OBJECT
+    ("dependency_name", S, True),  # VALUE
+    ("object_owner", S, False),
+    ("object_name", S, False),
+    ("column_name", S, True),  # VALUE
+    ("column_position", L, True),  # VALUE, 1-based
+    ("parent_object_owner", S, True),  # OBJECT
+    ("parent_object_name", S, True),  # OBJECT
+)
 
 # --- progress ---------------------------------------------------------------------------------
 CYCLES = "cycles"
@@ -244,6 +258,7 @@ DICTIONARY_TABLES: dict[str, T.StructType] = {
     COMPARE_OLD_VALUES: COMPARE_OLD_VALUES_SCHEMA,
     TRANSFORMATIONS: TRANSFORMATIONS_SCHEMA,
     RULES: RULES_SCHEMA,
+    VIRTUAL_DEPENDENCIES: VIRTUAL_DEPENDENCIES_SCHEMA,
     CYCLES: CYCLES_SCHEMA,
     PROGRESS: PROGRESS_SCHEMA,
     TRANSACTIONS: TRANSACTIONS_SCHEMA,

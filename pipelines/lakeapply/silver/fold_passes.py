@@ -23,6 +23,7 @@ from lakeapply.silver.dependent import held_transactions
 from lakeapply.silver.fold import FOLD_OUTPUT_SCHEMA, FoldPlan, Position, fold_function
 from lakeapply.silver.settings import CommitSerialization
 from lakeapply.silver.transactions import TRANSACTION_KEY
+from lakeapply.silver.virtual_dependencies import TOUCH_COLUMNS, virtual_touches
 
 
 def run_fold(fold_input: DataFrame, plan: FoldPlan, buckets: int) -> DataFrame:
@@ -126,11 +127,11 @@ def dependent_fold(
     A later independent transaction that fails is held back too (not queued): the apply is
     already aborting, and it retries after START_APPLY, like it would under FULL."""
     fold_input, buckets = inputs.fold_input, inputs.buckets
-    touches = materialize(
-        fold_input.where(F.col("kind") == "LCR")
-        .select(*TRANSACTION_KEY, "commit_scn", "silver_table", "group_id")
-        .distinct()
-    )
+    touches = fold_input.where(F.col("kind") == "LCR").select(*TOUCH_COLUMNS)
+    virtual = virtual_touches(inputs.staged, cycle.settings)
+    if virtual is not None:
+        touches = touches.unionByName(virtual)
+    touches = materialize(touches.distinct())
     stopping = set(failed)
     while True:
         passes += 1

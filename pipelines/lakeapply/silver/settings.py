@@ -137,6 +137,32 @@ class ApplyRule:
 
 
 @dataclass(frozen=True)
+class ValueDependency:
+    """SET_VALUE_DEPENDENCY: one object's columns in a named value dependency. Row LCRs of the
+    dependency's objects whose images carry equal values in these columns (positionally, none
+    NULL) involve the same row, so under DEPENDENT_TRANSACTIONS their transactions depend on
+    each other (a foreign key the destination does not declare, across any number of tables).
+    ``owner``/``object_name`` name a destination table definition of the apply process."""
+
+    name: str
+    owner: str
+    object_name: str
+    columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ObjectDependency:
+    """CREATE_OBJECT_DEPENDENCY: transactions that involve the child object (a row LCR of it)
+    and transactions that involve the parent object are dependent, whatever the values (the
+    later waits for the earlier). Both name destination table definitions of the apply."""
+
+    owner: str
+    object_name: str
+    parent_owner: str
+    parent_name: str
+
+
+@dataclass(frozen=True)
 class ApplySettings:
     """Everything one apply process needs to apply a cycle."""
 
@@ -154,6 +180,9 @@ class ApplySettings:
     global_instantiation_scns: tuple[tuple[str, int], ...] = ()
     max_cycle_batches: int = 100
     max_error_passes: int = 8
+    # Virtual dependencies (DEPENDENT_TRANSACTIONS): what the destination's constraints do not say.
+    value_dependencies: tuple[ValueDependency, ...] = ()
+    object_dependencies: tuple[ObjectDependency, ...] = ()
     extra: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     @cached_property

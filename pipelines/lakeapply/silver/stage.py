@@ -15,10 +15,11 @@ import pandas as pd
 from lakeapply.silver.fold import batch_records, key_text
 from lakeapply.silver.rowops import ApplyRowError, lcr_keys
 from lakeapply.silver.settings import ApplySettings
+from lakeapply.silver.virtual_dependencies import dependency_values
 
 STAGED_COLUMNS = (
     "discarded boolean, key_text string, moved_key_text string, "
-    "static_error_number long, static_error_message string"
+    "static_error_number long, static_error_message string, value_dependencies string"
 )
 
 
@@ -33,7 +34,7 @@ def _stage_one(settings: ApplySettings, message: dict[str, Any]) -> tuple[Any, .
             f'ORA-00942: table or view does not exist: "{owner}"."{name}" was dropped by a '
             f"DROP TABLE applied earlier (silver table {table.silver_table})",
         )
-        return (False, None, None, *error)
+        return (False, None, None, *error, None)
     # Rule 3: instantiation SCN, table level first, then schema and global.
     instantiation_scn = settings.instantiation_scn_for(database, owner, name)
     if instantiation_scn is None:
@@ -42,9 +43,9 @@ def _stage_one(settings: ApplySettings, message: dict[str, Any]) -> tuple[Any, .
             f'ORA-26687: no instantiation SCN provided for "{owner}"."{name}" in source '
             f'database "{database}"',
         )
-        return (False, None, None, *error)
+        return (False, None, None, *error, None)
     if message["commit_scn"] <= instantiation_scn:
-        return (True, None, None, None, None)
+        return (True, None, None, None, None, None)
     lcr = {
         "command_type": message["command_type"],
         "old_values": json.loads(message["old_json"]) if message["old_json"] else None,
@@ -53,13 +54,14 @@ def _stage_one(settings: ApplySettings, message: dict[str, Any]) -> tuple[Any, .
     try:
         key, moved = lcr_keys(table, lcr)
     except ApplyRowError as error:
-        return (False, None, None, error.error_number, error.text)
+        return (False, None, None, error.error_number, error.text, None)
     return (
         False,
         key_text(table, key),
         None if moved is None else key_text(table, moved),
         None,
         None,
+        dependency_values(settings, table, lcr),  # virtual dependencies (rule 9)
     )
 
 

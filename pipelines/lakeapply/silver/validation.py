@@ -83,6 +83,7 @@ def validate_settings(settings: ApplySettings, fail: Fail | None = None, at: str
         check_scn(scn, f"{where}/scn", fail)
     _validate_rules(settings, fail, at)
     _validate_tables(settings, fail, at)
+    _validate_virtual_dependencies(settings, fail, at)
 
 
 TAG_CONDITION = re.compile(r"NULL|NOT NULL|(?:[0-9A-Fa-f]{2})+")
@@ -220,3 +221,63 @@ def _check_add_column(step: ColumnTransformation, where: str, fail: Fail) -> Non
         and step.expression is not None
     ):
         raise fail(f"{where}/add_column", "give either a constant value or an expression, not both")
+
+
+def _definition_named(
+    settings: ApplySettings, owner: str, name: str, where: str, fail: Fail
+) -> TableDefinition:
+    for table in settings.tables:
+        if (table.definition.owner, table.definition.name) == (owner, name):
+            return table.definition
+    raise fail(where, f"{owner}.{name} is not a destination table of the apply process")
+
+
+def _validate_virtual_dependencies(settings: ApplySettings, fail: Fail, at: str) -> None:
+    """SET_VALUE_DEPENDENCY / CREATE_OBJECT_DEPENDENCY: objects the apply process has, columns
+    they have; one column list per object in a value dependency (Oracle's restriction), the
+    same number of columns for every object of it; no object its own parent."""
+    seen: dict[tuple[str, str, str], int] = {}
+    widths: dict[str, int] = {}
+    for index, value in enumerate(settings.value_dependencies):
+        where = f"{at}virtual_dependencies/value/{index}"
+        validate_oracle_identifier(value.name, "value dependency name")
+        definition = _definition_named(
+            settings, value.owner, value.object_name, f"{where}/object", fail
+        )
+        if not value.columns or len(set(value.columns)) != len(value.columns):
+            raise fail(f"{where}/columns", "a value dependency needs distinct columns")
+        check_columns(definition, value.columns, f"{where}/columns", fail)
+        key = (value.name, value.owner, value.object_name)
+        if key in seen:
+            raise fail(
+                f"{where}/object",
+                f"value dependency {value.name} already has columns for {value.owner}."
+                f"{value.object_name} ({at}virtual_dependencies/value/{seen[key]})",
+            )
+        seen[key] = index
+        if widths.setdefault(value.name, len(value.columns)) != len(value.columns):
+            raise fail(
+                f"{where}/columns",
+                f"every object of value dependency {value.name} lists "
+                f"{widths[value.name]} column(s), as its first one does",
+            )
+    pairs: set[tuple[str, str, str, str]] = set()
+    for index, dependency in enumerate(settings.object_dependencies):
+        where = f"{at}virtual_dependencies/object/{index}"
+        _definition_named(
+            settings, dependency.owner, dependency.object_name, f"{where}/object", fail
+        )
+        _definition_named(
+            settings, dependency.parent_owner, dependency.parent_name, f"{where}/parent", fail
+        )
+        pair = (
+            dependency.owner,
+            dependency.object_name,
+            dependency.parent_owner,
+            dependency.parent_name,
+        )
+        if pair[:2] == pair[2:]:
+            raise fail(where, "an object cannot depend on itself")
+        if pair in pairs:
+            raise fail(where, "this object dependency is declared twice")
+        pairs.add(pair)
