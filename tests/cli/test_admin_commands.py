@@ -1,4 +1,5 @@
-"""The rule and transformation admin commands pass the API exactly what a user typed."""
+"""The rule, transformation and virtual dependency admin commands pass the API exactly what a
+user typed."""
 
 from __future__ import annotations
 
@@ -23,6 +24,9 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, tuple[Any, ...]]]:
         "remove_transformation",
         "add_rule_transformation",
         "remove_rule_transformation",
+        "set_value_dependency",
+        "create_object_dependency",
+        "drop_object_dependency",
     ):
         monkeypatch.setattr(admin, name, lambda *args, _name=name: seen.append((_name, args[2:])))
     return seen
@@ -142,3 +146,26 @@ def test_rule_transformation_commands_pass_the_rule_number_and_the_step(calls: l
         ("add_rule_transformation", ("APPLY_X", 1, {"delete_column": "NOTE"}, 1)),
         ("remove_rule_transformation", ("APPLY_X", 2, None)),
     ]
+
+
+def test_virtual_dependency_commands_pass_objects_and_columns(calls: list[Any]) -> None:
+    _invoke("set-value-dependency", "APPLY_X", "ORDER_OF_LINE", "SALES.LINES", "ORDER_ID, LINE")
+    _invoke("set-value-dependency", "APPLY_X", "ORDER_OF_LINE", "SALES.LINES", "--remove")
+    _invoke("create-object-dependency", "APPLY_X", "SALES.AUDIT", "SALES.ORDERS")
+    _invoke("drop-object-dependency", "APPLY_X", "SALES.AUDIT", "SALES.ORDERS")
+    assert calls == [
+        ("set_value_dependency", ("APPLY_X", "ORDER_OF_LINE", "SALES.LINES", ["ORDER_ID", "LINE"])),
+        ("set_value_dependency", ("APPLY_X", "ORDER_OF_LINE", "SALES.LINES", None)),
+        ("create_object_dependency", ("APPLY_X", "SALES.AUDIT", "SALES.ORDERS")),
+        ("drop_object_dependency", ("APPLY_X", "SALES.AUDIT", "SALES.ORDERS")),
+    ]
+
+
+def test_set_value_dependency_wants_columns_or_remove(calls: list[Any]) -> None:
+    for extra in ([], ["A", "--remove"]):
+        result = CliRunner().invoke(
+            cli.main, ["admin", "set-value-dependency", "APPLY_X", "D", "SALES.LINES", *extra]
+        )
+        assert result.exit_code == 2
+        assert "give COLUMNS, or --remove without them" in result.output
+    assert calls == []
