@@ -32,7 +32,7 @@ from typing import Any
 
 import pandas as pd
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -765,19 +765,7 @@ def ingest(
     progress(f"reading {len(plan)} files")
     lines = _classified_plan(spark, catalog, plan, batch_id).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        stats = (
-            lines.where(~F.col(RELEASED_END))
-            .groupBy("source_file")
-            .agg(
-                F.count(F.when(F.col("lcr_index") == 0, 1)).alias("lines"),
-                F.max(F.col("byte_offset") + F.col("line_bytes")).alias("end_offset"),
-                F.count(F.when(F.col("reason").isNull(), 1)).alias("bronze_rows"),
-                F.count(F.when(F.col("reason").isNotNull(), 1)).alias("quarantined_rows"),
-                F.max("prefix_fingerprint").alias("prefix_fingerprint"),
-            )
-            .collect()
-        )
-        by_file = {r.source_file: r for r in stats}
+        by_file = _per_file_counts(lines)
         released = lines.where(F.col(RELEASED_END) & F.col("reason").isNull()).count()
         progress("writing bronze LCRs")
         _append_idempotent(
@@ -811,6 +799,24 @@ def ingest(
     _append_idempotent(commit_rows, log_table, batch_id * 2 + 1, ingest_log_table_schema())
     progress(f"batch {batch_id} committed")
     return IngestReport(batch_id, resumed, tuple(results), released_commits=released)
+
+
+def _per_file_counts(lines: DataFrame) -> dict[str, Row]:
+    """Per planned file: its lines, end offset, bronze and quarantined rows, and prefix
+    fingerprint (a few rows, one per file, whatever the number of LCRs)."""
+    stats = (
+        lines.where(~F.col(RELEASED_END))
+        .groupBy("source_file")
+        .agg(
+            F.count(F.when(F.col("lcr_index") == 0, 1)).alias("lines"),
+            F.max(F.col("byte_offset") + F.col("line_bytes")).alias("end_offset"),
+            F.count(F.when(F.col("reason").isNull(), 1)).alias("bronze_rows"),
+            F.count(F.when(F.col("reason").isNotNull(), 1)).alias("quarantined_rows"),
+            F.max("prefix_fingerprint").alias("prefix_fingerprint"),
+        )
+        .collect()
+    )
+    return {r.source_file: r for r in stats}
 
 
 def _plan_new_batch(

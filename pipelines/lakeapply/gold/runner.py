@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -393,23 +393,38 @@ def render_sqlplus(
     to that width, as SQL*Plus does. Rows are sorted by their columns, left to right.
     ``select`` names the columns (``SELECT A, B FROM view``) instead of every column (``SELECT *``).
     """
-    names = Catalog(catalog_prefix, catalog)
-    name = view.strip().lower()
-    if name not in GOLD_VIEWS:
-        raise GoldError(f"unknown gold view {view!r}: expected one of {', '.join(GOLD_VIEWS)}")
-    frame = spark.table(names.gold_table(name))
-    if select is not None:
-        by_upper = {f.name.upper(): f.name for f in frame.schema.fields}
-        unknown = [c for c in select if c.upper() not in by_upper]
-        if unknown:
-            raise GoldError(f"{view}: no column(s) {', '.join(unknown)}")
-        frame = frame.select(*[F.col(quote(by_upper[c.upper()])) for c in select])
+    frame = _selected_view(spark, Catalog(catalog_prefix, catalog), view, select)
     sortable = [f.name for f in frame.schema.fields if isinstance(f.dataType, T.AtomicType)]
     rows = frame.orderBy(*sortable).collect() if sortable else frame.collect()
     if not rows:
         return "\nno rows selected\n"
+    columns, cells = _formatted_columns(frame.schema.fields, rows, nls_date_format, max_width)
+    output = _sqlplus_lines(columns, cells, len(rows))
+    if len(rows) >= FEEDBACK:
+        output += ["", f"{len(rows)} rows selected."]
+    return "\n".join(output) + "\n"
 
-    fields = frame.schema.fields
+
+def _selected_view(
+    spark: SparkSession, names: Catalog, view: str, select: Sequence[str] | None
+) -> DataFrame:
+    name = view.strip().lower()
+    if name not in GOLD_VIEWS:
+        raise GoldError(f"unknown gold view {view!r}: expected one of {', '.join(GOLD_VIEWS)}")
+    frame = spark.table(names.gold_table(name))
+    if select is None:
+        return frame
+    by_upper = {f.name.upper(): f.name for f in frame.schema.fields}
+    unknown = [c for c in select if c.upper() not in by_upper]
+    if unknown:
+        raise GoldError(f"{view}: no column(s) {', '.join(unknown)}")
+    return frame.select(*[F.col(quote(by_upper[c.upper()])) for c in select])
+
+
+def _formatted_columns(
+    fields: Sequence[T.StructField], rows: Sequence[Row], nls_date_format: str, max_width: int
+) -> tuple[list[_Column], list[list[str]]]:
+    """Each column's SQL*Plus heading, kind and width, and its values as text."""
     cells: list[list[str]] = []
     columns: list[_Column] = []
     date_width = len(nls_format(datetime(2000, 12, 31, 23, 59, 59), nls_date_format))
@@ -429,7 +444,10 @@ def render_sqlplus(
             width = max(1, min(max_width, max(len(heading), longest)))
         columns.append(_Column(heading[:width], kind, width))
         cells.append(texts)
+    return columns, cells
 
+
+def _sqlplus_lines(columns: Sequence[_Column], cells: Sequence[list[str]], count: int) -> list[str]:
     def line(parts: Sequence[str]) -> str:
         return " ".join(parts).rstrip()
 
@@ -441,7 +459,7 @@ def render_sqlplus(
         line([align(c.heading, c) for c in columns]),
         line(["-" * c.width for c in columns]),
     ]
-    for row_index in range(len(rows)):
+    for row_index in range(count):
         # WRAP ON: a value longer than its column continues on the next lines of the record.
         pieces = [
             [text[i : i + c.width] for i in range(0, len(text), c.width)] or [""]
@@ -456,6 +474,4 @@ def render_sqlplus(
                     ]
                 )
             )
-    if len(rows) >= FEEDBACK:
-        output += ["", f"{len(rows)} rows selected."]
-    return "\n".join(output) + "\n"
+    return output

@@ -1226,16 +1226,29 @@ class _Scenario:
         self._lcr(_COMMIT, None, txid, scn, time)
 
 
+_STUDENT_ROW_IDS: Final = {
+    1001 + slot: f"{_STUDENT_ROWID}{chr(ord('A') + slot)}" for slot in range(11)
+}
+_MOVED_ROW_IDS: Final = ("AAASrPAAEAAAAQ2AAD", "AAASrPAAEAAAAQ2AAL", "AAASrPAAEAAAAQ2AAM")
+_DIRECT_PATH_ROW_IDS: Final = ("AAASrPAAEAAAARgAAA", "AAASrPAAEAAAARgAAB", "AAASrPAAEAAAARgAAC")
+_MULTI_ROW_KEYS: Final = (1007, 1008, 1009)
+
+
 def _sample_scenario(source: str, start_scn: int) -> list[LcrDict]:
+    """The reference document's scenario, in its order: initial data, single-row changes,
+    multi-row changes, array and direct-path inserts."""
     if start_scn < 1:
         raise ConfigurationError("start_scn must be >= 1")
     s = _Scenario(source, start_scn - SAMPLE_START_SCN)
-    student_rowid = {1001 + slot: f"{_STUDENT_ROWID}{chr(ord('A') + slot)}" for slot in range(11)}
-    moved = ("AAASrPAAEAAAAQ2AAD", "AAASrPAAEAAAAQ2AAL", "AAASrPAAEAAAAQ2AAM")
-    direct = ("AAASrPAAEAAAARgAAA", "AAASrPAAEAAAARgAAB", "AAASrPAAEAAAARgAAC")
-    trio = (1007, 1008, 1009)
+    _initial_data(s)
+    _single_row_changes(s)
+    _multi_row_changes(s)
+    _bulk_inserts(s)
+    return s.lcrs
 
-    # Initial data: the COURSE rows (COMMIT), then the STUDENT rows (COMMIT).
+
+def _initial_data(s: _Scenario) -> None:
+    """The COURSE rows (COMMIT), then the STUDENT rows (COMMIT)."""
     time = "2013-03-31T23:50:00"
     for index, course in enumerate(_COURSE_ROWS):
         row_id = f"{_COURSE_ROWID}{chr(ord('A') + index)}"
@@ -1250,17 +1263,18 @@ def _sample_scenario(source: str, start_scn: int) -> list[LcrDict]:
     s.commit("9.1.501", 1621205, time)
     time = "2013-03-31T23:55:00"
     for index, student in enumerate(_STUDENT_ROWS):
-        row_id = student_rowid[student[0]]
         s.insert(
             s.student,
             s.text(student),
             txid="9.2.502",
             scn=1621206 + index // 2,
             time=time,
-            row_id=row_id,
+            row_id=_STUDENT_ROW_IDS[student[0]],
         )
     s.commit("9.2.502", 1621211, time)
 
+
+def _single_row_changes(s: _Scenario) -> None:
     # Single row insertion (the contract's example).
     time = "2013-03-31T23:59:58"
     s.insert(
@@ -1269,56 +1283,66 @@ def _sample_scenario(source: str, start_scn: int) -> list[LcrDict]:
         txid="4.11.854",
         scn=1621214,
         time=time,
-        row_id=student_rowid[1011],
+        row_id=_STUDENT_ROW_IDS[1011],
     )
     s.commit("4.11.854", 1621215, time)
 
-    # Single row update.
     time = "2013-04-01T00:55:00"
-    s.update_fee(1010, 6000, txid="3.6.1012", scn=1622899, time=time, row_id=student_rowid[1010])
+    s.update_fee(1010, 6000, txid="3.6.1012", scn=1622899, time=time, row_id=_STUDENT_ROW_IDS[1010])
     s.commit("3.6.1012", 1622900, time)
 
-    # Single row delete.
     time = "2013-04-01T02:35:47"
-    s.delete(1004, txid="1.33.830", scn=1625892, time=time, row_id=student_rowid[1004])
+    s.delete(1004, txid="1.33.830", scn=1625892, time=time, row_id=_STUDENT_ROW_IDS[1004])
     s.commit("1.33.830", 1625893, time)
 
+
+def _multi_row_changes(s: _Scenario) -> None:
     # Multi-row update: preparation, then UPDATE ... WHERE tuition_fee = 8000.
     time = "2013-04-01T05:10:00"
-    for key in trio:
-        s.update_fee(key, 8000, txid="9.3.503", scn=1630500, time=time, row_id=student_rowid[key])
+    for key in _MULTI_ROW_KEYS:
+        s.update_fee(
+            key, 8000, txid="9.3.503", scn=1630500, time=time, row_id=_STUDENT_ROW_IDS[key]
+        )
     s.commit("9.3.503", 1630501, time)
     time = "2013-04-01T05:14:37"
-    for key in trio:
-        s.update_fee(key, 7500, txid="6.27.1204", scn=1630606, time=time, row_id=student_rowid[key])
+    for key in _MULTI_ROW_KEYS:
+        s.update_fee(
+            key, 7500, txid="6.27.1204", scn=1630606, time=time, row_id=_STUDENT_ROW_IDS[key]
+        )
     s.commit("6.27.1204", 1630607, time)
 
     # Multi-row delete: preparation, then DELETE ... WHERE tuition_fee = 8000.
     time = "2013-04-01T09:45:00"
-    for key, row_id in zip(trio, moved, strict=True):
+    for key, row_id in zip(_MULTI_ROW_KEYS, _MOVED_ROW_IDS, strict=True):
         s.update_fee(key, 8000, txid="9.4.504", scn=1638300, time=time, row_id=row_id)
     s.commit("9.4.504", 1638301, time)
     time = "2013-04-01T09:49:28"
-    for key, row_id in zip(trio, moved, strict=True):
+    for key, row_id in zip(_MULTI_ROW_KEYS, _MOVED_ROW_IDS, strict=True):
         s.delete(key, txid="3.23.1016", scn=1638366, time=time, row_id=row_id)
     s.commit("3.23.1016", 1638367, time)
 
+
+def _bulk_inserts(s: _Scenario) -> None:
     # Array insert: INSERT INTO student SELECT * FROM student_temp (one scn, one LCR per row).
     rows = {row[0]: s.text(row) for row in _STUDENT_ROWS}
     time = "2013-04-01T11:38:17"
-    for key in trio:
+    for key in _MULTI_ROW_KEYS:
         s.insert(
-            s.student, rows[key], txid="7.13.846", scn=1641682, time=time, row_id=student_rowid[key]
+            s.student,
+            rows[key],
+            txid="7.13.846",
+            scn=1641682,
+            time=time,
+            row_id=_STUDENT_ROW_IDS[key],
         )
     s.commit("7.13.846", 1641683, time)
 
     # Direct-path insert: preparation (DELETE ... IN (1007,1008,1009)), then INSERT /*+ APPEND */.
     time = "2013-04-01T18:00:00"
-    for key in trio:
-        s.delete(key, txid="9.5.505", scn=1652700, time=time, row_id=student_rowid[key])
+    for key in _MULTI_ROW_KEYS:
+        s.delete(key, txid="9.5.505", scn=1652700, time=time, row_id=_STUDENT_ROW_IDS[key])
     s.commit("9.5.505", 1652701, time)
     time = "2013-04-01T18:04:53"
-    for key, row_id in zip(trio, direct, strict=True):
+    for key, row_id in zip(_MULTI_ROW_KEYS, _DIRECT_PATH_ROW_IDS, strict=True):
         s.insert(s.student, rows[key], txid="4.21.865", scn=1652768, time=time, row_id=row_id)
     s.commit("4.21.865", 1652769, time)
-    return s.lcrs

@@ -233,6 +233,15 @@ def _merge_apply_process(spark: SparkSession, catalog: Catalog, settings: ApplyS
 
 
 def _dictionary_rows(settings: ApplySettings) -> dict[str, list[tuple[Any, ...]]]:
+    """Every dictionary table's rows for one apply: apply-level ones, then each table's."""
+    rows = _apply_level_rows(settings)
+    for table in settings.tables:
+        for dictionary_table, table_rows in _table_rows(settings.apply_name, table).items():
+            rows[dictionary_table].extend(table_rows)
+    return rows
+
+
+def _apply_level_rows(settings: ApplySettings) -> dict[str, list[tuple[Any, ...]]]:
     name = settings.apply_name
     parameters = [
         ("COMMIT_SERIALIZATION", settings.commit_serialization.value),
@@ -279,32 +288,36 @@ def _dictionary_rows(settings: ApplySettings) -> dict[str, list[tuple[Any, ...]]
         ],
         dictionary.VIRTUAL_DEPENDENCIES: _virtual_dependency_rows(settings),
     }
-    for table in settings.tables:
-        source = (name, table.source_database, table.definition.owner, table.definition.name)
-        rows[dictionary.DESTINATION_TABLES].append(
+    return rows
+
+
+def _table_rows(apply_name: str, table: DestinationTable) -> dict[str, list[tuple[Any, ...]]]:
+    source = (apply_name, table.source_database, table.definition.owner, table.definition.name)
+    return {
+        dictionary.DESTINATION_TABLES: [
             (
                 *source,
                 table.silver_table,
                 json.dumps(table_definition_to_dict(table.definition), sort_keys=True),
             )
-        )
-        rows[dictionary.KEY_COLUMNS].extend(
+        ],
+        dictionary.KEY_COLUMNS: [
             (*source, column, position)
             for position, column in enumerate(table.key_columns, start=1)
-        )
-        rows[dictionary.INSTANTIATED_OBJECTS].append(
+        ],
+        dictionary.INSTANTIATED_OBJECTS: [
             (*source, "TABLE", table.instantiation_scn, table.ignore_scn)
-        )
-        rows[dictionary.CONFLICT_COLUMNS].extend(
+        ],
+        dictionary.CONFLICT_COLUMNS: [
             (*source, handler.method.value, handler.resolution_column, column)
             for handler in table.update_conflict_handlers
             for column in handler.column_list
-        )
-        rows[dictionary.COMPARE_OLD_VALUES].extend(
+        ],
+        dictionary.COMPARE_OLD_VALUES: [
             (*source, column, operation, "N")
             for column, operation in sorted(table.uncompared_columns)
-        )
-        rows[dictionary.TRANSFORMATIONS].extend(
+        ],
+        dictionary.TRANSFORMATIONS: [
             (
                 *source,
                 number,
@@ -316,8 +329,8 @@ def _dictionary_rows(settings: ApplySettings) -> dict[str, list[tuple[Any, ...]]
                 step.data_type if step.kind is TransformationKind.ADD_COLUMN else None,
             )
             for number, step in enumerate(table.transformations, start=1)
-        )
-    return rows
+        ],
+    }
 
 
 _NONE2 = (None, None)  # the columns of the other dependency type
