@@ -116,6 +116,12 @@ D17 Virtual dependencies (rule 9, DEPENDENT_TRANSACTIONS; lakeapply.yml
     that side of the dependency. Two transactions depend on each other when they touch the
     same row or value tuple, or opposite sides of one object dependency (child with parent,
     never child with child).
+D18 DROP TABLE (rule 10) of a destination table (the LCR's ``object_owner`` / ``object_name``)
+    committed above its instantiation SCN drops it: its rows and its silver table are gone (not
+    in the result's tables or definitions). At or below the SCN, or of a table without a
+    destination, it changes nothing (ignored, like a TRUNCATE, D10). After it, every row LCR
+    for the table, and any DDL on it (a second DROP TABLE, a TRUNCATE, a column DDL), is 00942:
+    its routing rules are still declared, so the LCRs reach a table that does not exist.
 D15 Commit serialization (rule 9). Without an abort both settings apply one transaction at a
     time in CSCN order (one valid DEPENDENT_TRANSACTIONS schedule): same tables, low = high
     watermark. When a transaction aborts the apply (disable_on_error = Y), FULL processes
@@ -569,7 +575,8 @@ def reference_apply(
         result.low_watermark[transaction.source_database] = transaction.commit_scn
         result.high_watermark[transaction.source_database] = transaction.commit_scn
     for table in settings.tables:
-        result.definitions.setdefault(table.silver_table, table.definition)
+        if not table.dropped:  # D18: a dropped table has no definition left
+            result.definitions.setdefault(table.silver_table, table.definition)
     # Rule 9: oldest SCN = the earliest SCN of transactions not yet processed (open ones, and
     # after an abort everything committed after the failing one).
     for transaction in not_fully_applied:
@@ -670,10 +677,27 @@ def _truncated(
     return settings.destination(database, owner, name)
 
 
+def _dropped(
+    settings: ApplyProcess, transaction: _Transaction, lcr: dict[str, Any]
+) -> Destination | None:
+    """D18: the destination a DROP TABLE drops (None: not a DROP TABLE, no destination, or
+    committed at or below the table's instantiation SCN)."""
+    if lcr["command_type"] != "DROP TABLE":
+        return None
+    database, owner, name = transaction.source_database, lcr["object_owner"], lcr["object_name"]
+    instantiation_scn = settings.instantiation_scn(database, owner, name)
+    assert transaction.commit_scn is not None
+    if instantiation_scn is not None and transaction.commit_scn <= instantiation_scn:
+        return None
+    return settings.destination(database, owner, name)
+
+
 def _ddl_changes(settings: ApplyProcess, transaction: _Transaction, lcr: dict[str, Any]) -> bool:
     """D3, D10: whether a DDL LCR changes a column or a row (else the DDL is ignored)."""
     if lcr["command_type"] == "TRUNCATE TABLE":
         return _truncated(settings, transaction, lcr) is not None
+    if lcr["command_type"] == "DROP TABLE":
+        return _dropped(settings, transaction, lcr) is not None
     if lcr["command_type"] == "ALTER TABLE":
         return _altered(settings, transaction, lcr) is not None
     return lcr["command_type"] not in NO_CHANGE_DDL
@@ -695,6 +719,8 @@ def _touches(settings: ApplyProcess, transaction: _Transaction) -> set[tuple[Any
         assert transaction.commit_scn is not None
         if instantiation_scn is None or transaction.commit_scn <= instantiation_scn:
             continue  # rule 3: it fails, or it is discarded; either way it changes no row
+        if table.dropped:
+            continue  # D18: it fails (00942)
         command = message["command_type"]
         images = (
             ["old_values", "new_values"]
@@ -833,6 +859,8 @@ def _apply_transaction(
             if commit_scn <= instantiation_scn:
                 discarded += 1  # already contained in the initial copy
                 continue
+            if table.dropped:
+                raise _no_such_table(table)
             _apply_row_lcr(table, staged[table.silver_table], lcr)
             applied += 1
         except ApplyRowError as error:
@@ -851,10 +879,8 @@ def _apply_transaction(
         bool(ddl) and not messages and not any(_ddl_changes(settings, transaction, d) for d in ddl)
     )
     for number, lcr in enumerate(ddl, start=1):
-        truncated = _truncated(settings, transaction, lcr)
-        if truncated is not None:
-            staged[truncated.silver_table] = {}
         try:
+            settings = _drop_or_truncate(settings, staged, transaction, lcr)
             settings = _alter_table(settings, staged, transaction, lcr)
         except ApplyRowError as error:
             # D16: the DDL LCRs are the messages of a failing DDL transaction.
@@ -875,6 +901,28 @@ def _apply_transaction(
         settings=settings,
         ignored=ignored,
     )
+
+
+def _no_such_table(table: Destination) -> ApplyRowError:
+    return _ora(942, f"table or view does not exist: {table.definition.qualified_name}")
+
+
+def _drop_or_truncate(
+    settings: ApplyProcess, staged: Tables, transaction: _Transaction, lcr: dict[str, Any]
+) -> ApplyProcess:
+    """D10, D18: a TRUNCATE TABLE empties its destination's rows, a DROP TABLE drops them and
+    marks the destination dropped (``staged`` in place); either on a dropped table is 00942."""
+    target = _truncated(settings, transaction, lcr) or _dropped(settings, transaction, lcr)
+    if target is None:
+        return settings
+    if target.dropped:
+        raise _no_such_table(target)
+    if lcr["command_type"] == "TRUNCATE TABLE":
+        staged[target.silver_table] = {}
+        return settings
+    del staged[target.silver_table]
+    gone = replace(target, dropped=True)
+    return replace(settings, tables=tuple(gone if t is target else t for t in settings.tables))
 
 
 # D16: the column DDL the workloads draw, one statement per LCR.
@@ -919,6 +967,8 @@ def _alter_table(
     destination = _altered(settings, transaction, lcr)
     if destination is None:
         return settings
+    if destination.dropped:
+        raise _no_such_table(destination)
     _, _, action, column, argument = _alter_statement(lcr["ddl_text"])
     definition = destination.definition
     names = definition.column_names

@@ -167,6 +167,7 @@ class Destination:
     handlers: tuple[ConflictHandler, ...] = ()
     # Declarative transformations, as lakeapply.yml writes them ({"delete_column": "X"}, ...).
     transformations: tuple[Mapping[str, Any], ...] = ()
+    dropped: bool = False  # D18: a DROP TABLE applied; its rows and silver table are gone
 
     @property
     def key(self) -> tuple[str, ...]:

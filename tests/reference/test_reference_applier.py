@@ -1583,6 +1583,59 @@ def test_a_column_ddl_at_or_below_the_instantiation_scn_or_of_another_table_is_i
     assert result.definitions["account"] == ACCOUNT
 
 
+def drop_table(txid: str, scn: int, name: str = "ACCOUNT") -> dict[str, Any]:
+    """A DDL-only transaction (committed at ``scn``) dropping APP.name (D18)."""
+    return {
+        **truncate(txid, scn, name),
+        "command_type": "DROP TABLE",
+        "ddl_text": f"DROP TABLE APP.{name}",
+    }
+
+
+def test_drop_table_drops_the_rows_and_the_definition_and_later_lcrs_for_it_fail_with_00942() -> (
+    None
+):
+    second_drop = drop_table("5.5.5", 106)
+    result = reference_apply(
+        apply_settings(disable_on_error=False),
+        [
+            insert("1.1.1", 100, ALICE),
+            commit("1.1.1", 101),
+            drop_table("2.2.2", 102),
+            insert("3.3.3", 103, BOB),  # for a table that no longer exists
+            commit("3.3.3", 104),
+            alter("4.4.4", 105, "ADD (NICKNAME VARCHAR2(5))"),
+            second_drop,
+            truncate("6.6.6", 107, "ACCOUNT"),
+        ],
+    )
+    assert "account" not in result.tables and "account" not in result.definitions
+    assert result.outcomes[(DB, "2.2.2")] == (102, "APPLIED")
+    assert [(e.source_transaction_id, e.error_number) for e in result.errors] == [
+        ("3.3.3", 942),
+        ("4.4.4", 942),
+        ("5.5.5", 942),
+        ("6.6.6", 942),
+    ]
+    assert result.errors[2].lcrs == (second_drop,)
+
+
+def test_a_drop_table_at_or_below_the_instantiation_scn_or_of_another_table_is_ignored() -> None:
+    result = reference_apply(
+        apply_settings(destination(instantiation_scn=102)),
+        [
+            insert("1.1.1", 103, ALICE),
+            commit("1.1.1", 104),
+            drop_table("2.2.2", 102),  # the instantiated copy already saw it (rule 3)
+            drop_table("3.3.3", 105, name="NOSUCH"),
+        ],
+    )
+    assert list(accounts(result)) == [(1,)]
+    assert result.outcomes[(DB, "2.2.2")] == (102, "IGNORED")
+    assert result.outcomes[(DB, "3.3.3")] == (105, "IGNORED")
+    assert result.definitions["account"] == ACCOUNT
+
+
 def test_an_alter_table_the_reference_does_not_model_is_refused() -> None:
     with pytest.raises(ValueError, match="does not model"):
         reference_apply(apply_settings(), [alter("1.1.1", 100, "ADD CONSTRAINT C CHECK (ID > 0)")])
@@ -1878,6 +1931,38 @@ def test_workloads_with_column_ddl_add_rename_widen_and_drop_columns_the_lcrs_th
     assert len(applied_ddl) >= 3, applied_ddl
     assert changed_tables >= 10, changed_tables
     assert len(seen_errors & COLUMN_DDL_ERROR_NUMBERS) >= 2, seen_errors  # each: a unit test above
+
+
+def test_workloads_with_drop_table_drop_tables_and_queue_what_later_reaches_them() -> None:
+    dropped_tables = 0
+    later_failures: dict[str, int] = {}  # first command of an ORA-00942 transaction -> count
+
+    @hypothesis_settings(
+        max_examples=100,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(workloads(drop_tables=True, disable_on_error=False))
+    def check(workload: Workload) -> None:
+        settings = apply_process_from_config(workload.process, workload.definitions)
+        for lcr in workload.lcrs:
+            LCR_VALIDATOR.validate(lcr)
+        result = reference_apply(settings, workload.lcrs, workload.initial)
+        nonlocal dropped_tables
+        gone = {t.silver_table for t in settings.tables} - set(result.definitions)
+        assert gone == {t.silver_table for t in settings.tables} - set(result.tables)
+        dropped_tables += len(gone)
+        for error in result.errors:
+            if error.error_number == 942:
+                command = error.lcrs[0]["command_type"]
+                later_failures[command] = later_failures.get(command, 0) + 1
+
+    check()
+    assert dropped_tables >= 10, dropped_tables
+    # Both row LCRs and a second DROP TABLE reach a dropped table (each: a unit test above).
+    assert {"DROP TABLE"} < set(later_failures), later_failures
 
 
 # ---------------------------------------------------------------------------------------------

@@ -610,6 +610,7 @@ def workloads(
     truncates: bool = False,
     column_ddl: bool = False,
     virtual_dependencies: bool = False,
+    drop_tables: bool = False,
 ) -> Workload:
     """One differential-test workload. ``disable_on_error`` fixes that parameter (None: drawn);
     ``typed`` adds columns of every contract type to the tables, a few per table;
@@ -619,14 +620,18 @@ def workloads(
     that adds, renames, widens or drops a column (or one the destination refuses), and gives
     each source its own silver tables; ``virtual_dependencies`` declares a value dependency on
     CODE over some tables and, with two tables or more, sometimes an object dependency (drawn
-    last). All off by default, so the other callers' derandomized draws do not move."""
+    last); ``drop_tables`` makes some DDL transactions a ``DROP TABLE`` of a source table (each
+    source has its own silver tables), after which that source's transactions write the other
+    tables, or (when none is left, or one time in four) the dropped one too: LCRs for a table
+    that no longer exists at the destination (00942). All off by default, so the other
+    callers' derandomized draws do not move."""
     sources = SOURCES[: draw(st.integers(1, 2))]
     specs = [
         _table_spec(draw, f"T{index}", typed) for index in range(1, draw(st.integers(1, 3)) + 1)
     ]
     # Both sources feed the same silver tables (not with column DDL: one source's DDL would
     # change the other's rows).
-    shared = not column_ddl and len(sources) == 2 and draw(st.booleans())
+    shared = not column_ddl and not drop_tables and len(sources) == 2 and draw(st.booleans())
 
     def silver_table(database: str, spec: _TableSpec) -> str:
         if shared:
@@ -643,6 +648,7 @@ def workloads(
     extras: Extras = {}  # the columns column DDL added, as committed
     extras_snapshots = [dict(extras)]
     commit_scns: list[int] = []  # of the committed transactions, in commit order
+    dropped: set[tuple[str, str]] = set()  # (source database, table) a DROP TABLE dropped
 
     use_positions = draw(st.booleans())
     commit_scn_per_record = _chance(draw, 4)  # GoldenGate style
@@ -654,13 +660,34 @@ def workloads(
         transaction_id = f"{number}.{draw(st.integers(0, 30))}.{draw(st.integers(1, 9999))}"
         outcome = draw(
             st.sampled_from(
-                ["commit"] * 7 + ["rollback", "open", "ddl"] + ["ddl"] * (4 if column_ddl else 0)
+                ["commit"] * 7
+                + ["rollback", "open", "ddl"]
+                + ["ddl"] * (4 if column_ddl else 0)
+                + ["ddl"] * (2 if drop_tables else 0)
             )
         )
         working = copy.deepcopy(state)
         working_extras = dict(extras)
-        writer = _TransactionWriter(draw, database, transaction_id, specs, working, extras)
-        if outcome == "ddl" and column_ddl and database in sources and draw(st.booleans()):
+        writing = specs
+        if drop_tables:
+            live = [s for s in specs if (database, s.name) not in dropped]
+            writing = live if live and not (dropped and _chance(draw, 4)) else specs
+        writer = _TransactionWriter(draw, database, transaction_id, writing, working, extras)
+        if outcome == "ddl" and drop_tables and database in sources and draw(st.booleans()):
+            spec = draw(st.sampled_from(specs))  # sometimes one dropped before: 00942
+            writer.lcrs.append(
+                {
+                    "source_database_name": database,
+                    "command_type": "DROP TABLE",
+                    "transaction_id": transaction_id,
+                    "object_owner": OWNER,
+                    "object_name": spec.name,
+                    "object_type": "TABLE",
+                    "ddl_text": f"DROP TABLE {OWNER}.{spec.name}",
+                }
+            )
+            dropped.add((database, spec.name))  # a DDL commits: the source table is gone
+        elif outcome == "ddl" and column_ddl and database in sources and draw(st.booleans()):
             # Mostly a table with a column added before, so that it is renamed, widened, dropped.
             altered = [s for s in specs if (database, s.name) in working_extras]
             spec = draw(st.sampled_from(altered if altered and not _chance(draw, 4) else specs))

@@ -267,6 +267,7 @@ def reference_outcome(workload: Workload, batches: int = 1) -> Comparable:
     final = {
         name: [(c.name, c.kind) for c in result.definitions[name].columns]
         for name in _by_silver_table(process)
+        if name in result.definitions  # not dropped (D18)
     }
     return {
         # After column DDL (rule 10): each table's columns as the last applied DDL left them.
@@ -417,15 +418,17 @@ def read_outcome(
         .orderBy("cycle_id")
         .collect()
     }
-    columns = {
-        name: _silver_columns(spark, catalog, table)
+    existing = {
+        name: table
         for name, table in _by_silver_table(process).items()
+        if spark.catalog.tableExists(catalog.silver_table(name))  # not dropped (rule 10)
     }
+    columns = {name: _silver_columns(spark, catalog, table) for name, table in existing.items()}
     return {
         "columns": {name: [c for c, _ in table_columns] for name, table_columns in columns.items()},
         "tables": {
             name: _rows(columns[name], _silver_rows(spark, catalog, table))
-            for name, table in _by_silver_table(process).items()
+            for name, table in existing.items()
         },
         "errors": sorted(
             (

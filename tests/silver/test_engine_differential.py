@@ -216,6 +216,18 @@ def test_engine_matches_the_reference_on_workloads_that_add_rename_widen_and_dro
     run_and_compare(spark, catalog, tmp_path, sharing_one_apply(changing), batches=1)
 
 
+@pytest.mark.slow  # each DROP TABLE is a DDL barrier: a cycle of its own
+def test_engine_matches_the_reference_on_workloads_that_drop_tables(
+    spark: SparkSession, catalog: Catalog, tmp_path: Path
+) -> None:
+    # Seed 44: two workloads drop tables (one drops its only table); row LCRs of every kind
+    # then reach a dropped table (00942), among other errors.
+    batch = drawn(4, workloads(disable_on_error=False, drop_tables=True), seeded=44)
+    dropping = [w for w in batch if any(lcr["command_type"] == "DROP TABLE" for lcr in w.lcrs)]
+    assert len(dropping) == 2
+    run_and_compare(spark, catalog, tmp_path, sharing_one_apply(dropping), batches=1)
+
+
 @pytest.mark.slow  # three workloads end to end per seed
 @pytest.mark.parametrize("seeded", [13, 27])  # seeds whose workloads migrate rows both ways
 def test_engine_matches_the_reference_with_subset_rules(
