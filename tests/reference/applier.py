@@ -103,8 +103,9 @@ D16 Column DDL (rule 10), in the narrow grammar the workloads draw (anything els
     DROP of an unknown column 00904, of a key column (the effective key, rule 5) 12991, else
     the column leaves the definition and every row; RENAME of an unknown column 00904, onto an
     existing name 00957, else renamed in the definition and every row; MODIFY of an unknown
-    column 00904, to another type 01439, to a shorter length or smaller precision 01441, else
-    the new type (rows unchanged). The transactions after it are applied under the new
+    column 00904, to another type 01439, to a smaller precision 01441, to a shorter character
+    length 01441 when a value of the column is longer (else applied), else the new type (rows
+    unchanged). The transactions after it are applied under the new
     definition (conversions, unknown columns). A failing DDL makes its transaction an error
     transaction whose messages are its DDL LCRs (the failing one's position, their count).
 D17 Virtual dependencies (rule 9, DEPENDENT_TRANSACTIONS; lakeapply.yml
@@ -1004,7 +1005,7 @@ def _alter_table(
         old, new = definition.column(column).type, kinds_column_type(argument)
         if (old.name, old.kind) != (new.name, new.kind):
             raise _ora(1439, f"column to be modified must be empty to change datatype: {column}")
-        if not _wider_or_equal(old, new):
+        if not _wider_or_equal(old, new) and not _fits(old, new, column, rows):
             raise _ora(1441, f"cannot decrease column length or precision: {column}")
         columns = tuple(
             Column(c.name, new, c.nullable, c.default) if c.name == column else c
@@ -1014,6 +1015,13 @@ def _alter_table(
     return replace(
         settings, tables=tuple(changed if t is destination else t for t in settings.tables)
     )
+
+
+def _fits(old: ColumnType, new: ColumnType, column: str, rows: dict[Key, Row]) -> bool:
+    """D16: a shorter character length is applied when every value of the column fits."""
+    if old.kind != kinds.CHARACTER or new.length is None:
+        return False
+    return all(len(row[column]) <= new.length for row in rows.values() if row[column] is not None)
 
 
 def _wider_or_equal(old: ColumnType, new: ColumnType) -> bool:

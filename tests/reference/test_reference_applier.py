@@ -1541,7 +1541,7 @@ def test_drop_and_rename_column_change_the_rows_and_the_later_lcrs_names() -> No
         ("RENAME COLUMN NOPE TO X", 904),
         ("RENAME COLUMN HOLDER TO STATUS", 957),
         ("MODIFY (HOLDER NUMBER)", 1439),
-        ("MODIFY (HOLDER VARCHAR2(5))", 1441),
+        ("MODIFY (HOLDER VARCHAR2(4))", 1441),  # "Alice" is longer
         ("MODIFY (BALANCE NUMBER(7,2))", 1441),
     ],
 )
@@ -1556,6 +1556,21 @@ def test_a_column_ddl_the_destination_refuses_is_an_error_transaction_of_its_ddl
     assert (error.error_number, error.message_number, error.message_count) == (error_number, 1, 1)
     assert error.lcrs == (ddl,)
     assert result.definitions["account"] == ACCOUNT  # unchanged
+
+
+def test_modify_shortens_a_character_column_whose_values_all_fit() -> None:
+    result = reference_apply(
+        apply_settings(disable_on_error=False),
+        [
+            insert("1.1.1", 100, ALICE),
+            commit("1.1.1", 101),
+            alter("2.2.2", 102, "MODIFY (HOLDER VARCHAR2(5))"),  # "Alice" fits
+            insert("3.3.3", 103, {**BOB, "HOLDER": "Robert"}),  # no longer fits: 12899
+            commit("3.3.3", 104),
+        ],
+    )
+    assert result.definitions["account"].column("HOLDER").type.length == 5
+    assert [e.error_number for e in result.errors] == [12899]
 
 
 def test_modify_widens_a_column_and_longer_values_then_apply() -> None:

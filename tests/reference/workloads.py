@@ -65,7 +65,7 @@ FAILING_COLUMN_DDL = {
     12991: "DROP COLUMN ID",
     957: "RENAME COLUMN CODE TO NOTE",
     1439: "MODIFY (CODE NUMBER)",
-    1441: "MODIFY (NOTE VARCHAR2(2))",
+    1441: "MODIFY (AMOUNT NUMBER(4,2))",
 }
 
 
@@ -887,8 +887,8 @@ def _column_ddl(
     extras: Extras,
 ) -> Lcr:
     """An ALTER TABLE of one source table (rule 10), applied to the working copy of the source
-    (``state``, ``extras``): add EXTRA, then rename, widen or drop it; sometimes one the
-    destination refuses (FAILING_COLUMN_DDL), which leaves the source as it was."""
+    (``state``, ``extras``): add EXTRA, then rename, widen, shorten or drop it; sometimes one
+    the destination refuses (FAILING_COLUMN_DDL), which leaves the source as it was."""
     key = (database, spec.name)
     rows = state.setdefault(key, {})
     current = extras.get(key)
@@ -901,7 +901,9 @@ def _column_ddl(
             row[EXTRA_NAMES[0]] = None
     else:
         name, length = current
-        action = draw(st.sampled_from(["RENAME", "DROP", *(["MODIFY"] if length == 5 else [])]))
+        action = draw(
+            st.sampled_from(["RENAME", "DROP", *(["MODIFY"] if length == 5 else ["SHORTEN"])])
+        )
         if action == "RENAME":
             other = EXTRA_NAMES[1 - EXTRA_NAMES.index(name)]
             statement = f"RENAME COLUMN {name} TO {other}"
@@ -911,6 +913,12 @@ def _column_ddl(
         elif action == "MODIFY":
             statement = f"MODIFY ({name} VARCHAR2(9))"
             extras[key] = (name, 9)
+        elif action == "SHORTEN":
+            # Back to 5: the source refuses it (01441, and stays as it was) when a value is
+            # longer, and so must the destination.
+            statement = f"MODIFY ({name} VARCHAR2(5))"
+            if all(len(row.get(name) or "") <= 5 for row in rows.values()):
+                extras[key] = (name, 5)
         else:
             statement = f"DROP COLUMN {name}"
             del extras[key]

@@ -92,6 +92,35 @@ def test_rename_widen_and_drop_column_change_the_destination_and_later_lcrs_foll
     assert rows == [(1, 10.0, None), (2, 123456.5, "hello")]
 
 
+def test_modify_shortens_a_character_column_only_when_every_value_fits(
+    spark: SparkSession, lakeapply: LakeapplyHarness
+) -> None:
+    holder = table_definition(
+        "BANK.HOLDER", {"ID": "NUMBER(6)", "NAME": "VARCHAR2(10)"}, primary_key=["ID"]
+    )
+    lakeapply.configure(apply_settings(holder, disable_on_error=False))
+    too_short = lakeapply.txn(transaction_id="2.2.2").ddl(
+        "BANK.HOLDER", "ALTER TABLE BANK.HOLDER MODIFY (NAME VARCHAR2(4))"
+    )
+    lakeapply.run(
+        lakeapply.txn(transaction_id="1.1.1").insert("BANK.HOLDER", ID=1, NAME="Alice").commit(),
+        too_short.commit(),  # "Alice" is longer: ORA-01441, nothing changes
+        lakeapply.txn(transaction_id="3.3.3")
+        .ddl("BANK.HOLDER", "ALTER TABLE BANK.HOLDER MODIFY (NAME VARCHAR2(5))")
+        .commit(),
+        lakeapply.txn(transaction_id="4.4.4").insert("BANK.HOLDER", ID=2, NAME="Robert").commit(),
+    )
+
+    errors = sorted(
+        (r.source_transaction_id, r.error_number) for r in lakeapply.error_queue().collect()
+    )
+    assert errors == [("2.2.2", 1441), ("4.4.4", 12899)]
+    assert [tuple(r) for r in lakeapply.silver("BANK.HOLDER").collect()] == [(1, "Alice")]
+    versions = lakeapply._apply_table(dictionary.TABLE_VERSIONS).collect()
+    assert [v.transaction_id for v in versions] == ["3.3.3"]
+    assert '"VARCHAR2(5)"' in versions[0].definition_json
+
+
 def test_truncate_table_empties_the_destination_between_the_inserts_around_it(
     spark: SparkSession, lakeapply: LakeapplyHarness
 ) -> None:

@@ -373,6 +373,33 @@ def _widens(old: OracleType, new: OracleType) -> bool:
     return old == new
 
 
+def _narrows_characters(old: OracleType, new: OracleType) -> bool:
+    """A shorter length of the same character type: Oracle applies it when every value fits
+    (ORA-01441 otherwise), which only the destination's rows can tell (see
+    :func:`narrowed_character_columns`)."""
+    return (
+        old.family == new.family == TypeFamily.CHARACTER
+        and old.name == new.name
+        and new.length is not None
+        and (old.length is None or new.length < old.length)
+    )
+
+
+def narrowed_character_columns(
+    definition: TableDefinition, statement: DdlStatement
+) -> dict[str, int]:
+    """Column -> new length, for each character column a MODIFY makes shorter."""
+    if statement.kind != "MODIFY":
+        return {}
+    narrowed: dict[str, int] = {}
+    for column in statement.modified:
+        old_type = definition.column(column.name).oracle_type
+        if _narrows_characters(old_type, column.oracle_type):
+            assert column.oracle_type.length is not None
+            narrowed[column.name] = column.oracle_type.length
+    return narrowed
+
+
 def new_definition(  # noqa: PLR0912 (one branch per DDL kind)
     definition: TableDefinition, statement: DdlStatement, key: tuple[str, ...]
 ) -> TableDefinition:
@@ -437,7 +464,9 @@ def new_definition(  # noqa: PLR0912 (one branch per DDL kind)
                     f"column to be modified must be empty to change datatype: {table}.{name} "
                     f"{old_type} to {column.oracle_type} is not applied",
                 )
-            if not _widens(old_type, column.oracle_type):
+            if not _widens(old_type, column.oracle_type) and not _narrows_characters(
+                old_type, column.oracle_type
+            ):
                 raise DdlError(
                     CANNOT_DECREASE,
                     f"cannot decrease column length or precision: {table}.{name} "

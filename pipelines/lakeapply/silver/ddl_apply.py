@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from delta.tables import DeltaTable
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -36,6 +36,7 @@ from lakeapply.silver.cycle_state import (
     materialize,
 )
 from lakeapply.silver.ddl import (
+    CANNOT_DECREASE,
     CREATE_TABLE_AS_SELECT,
     NAME_IN_USE,
     NO_INSTANTIATION_SCN,
@@ -45,6 +46,7 @@ from lakeapply.silver.ddl import (
     DdlStatement,
     created_silver_table,
     definition_json,
+    narrowed_character_columns,
     new_definition,
     parse_ddl,
 )
@@ -404,11 +406,39 @@ def _ddl_messages(inputs: CycleInput, settings: ApplySettings) -> DataFrame:
     return materialize(ddl_lcrs.withColumn("message_number", F.row_number().over(order)))
 
 
+def _check_values_fit(spark: SparkSession, qualified: str, change: DdlChange, lcr: Any) -> None:
+    """ORA-01441 when a MODIFY makes a character column shorter than a value it holds (the
+    silver column is a STRING either way: only the definition changes)."""
+    narrowed = narrowed_character_columns(change.table.definition, change.statement)
+    if not narrowed:
+        return
+    too_long = (
+        spark.table(qualified)
+        .select(
+            *[
+                F.max(F.length(F.col(quote(name)))).alias(f"c{index}")
+                for index, name in enumerate(narrowed)
+            ]
+        )
+        .collect()[0]
+    )
+    for index, (name, length) in enumerate(narrowed.items()):
+        longest = too_long[f"c{index}"]
+        if longest is not None and longest > length:
+            raise DdlError(
+                CANNOT_DECREASE,
+                f"cannot decrease column length because some value is too big: "
+                f"{change.table.definition.qualified_name}.{name} holds a value of {longest} "
+                f"characters; {lcr.ddl_text} is not applied",
+            )
+
+
 def _alter_destination(cycle: Cycle, change: DdlChange, lcr: Any) -> None:
     """An ALTER TABLE / TRUNCATE on the destination's Delta table, each step once; Delta's
     refusal is reported as an Oracle error (ORA-03001)."""
     silver = change.table.silver_table
     qualified = cycle.catalog.silver_table(silver)
+    _check_values_fit(cycle.spark, qualified, change, lcr)
     detail = DeltaTable.forName(cycle.spark, qualified).detail().collect()[0]
     steps = _ddl_steps(change, cycle.spark.table(qualified).schema, dict(detail.properties or {}))
     try:
