@@ -216,6 +216,27 @@ def test_engine_matches_the_reference_on_workloads_that_add_rename_widen_and_dro
     run_and_compare(spark, catalog, tmp_path, sharing_one_apply(changing), batches=1)
 
 
+def _shortens_a_column(workload: Workload) -> bool:
+    return any(
+        lcr["command_type"] == "ALTER TABLE"
+        and "MODIFY (EXTRA" in lcr["ddl_text"]
+        and lcr["ddl_text"].endswith("VARCHAR2(5))")
+        for lcr in workload.lcrs
+    )
+
+
+@pytest.mark.slow  # each column DDL is a barrier: a cycle of its own
+def test_engine_matches_the_reference_when_a_column_ddl_shortens_a_column(
+    spark: SparkSession, catalog: Catalog, tmp_path: Path
+) -> None:
+    # Seed 82: one of ten workloads adds EXTRA, widens it to 9, then shortens it back to 5
+    # (every value fits: applied), a rare draw (ADD, MODIFY and the shortening on one table).
+    batch = drawn(10, workloads(disable_on_error=False, column_ddl=True), seeded=82)
+    shortening = [w for w in batch if _shortens_a_column(w)]
+    assert len(shortening) == 1
+    run_and_compare(spark, catalog, tmp_path, shortening, batches=1)
+
+
 # Seed 44: two workloads drop tables (one drops its only table); row LCRs of every kind then
 # reach a dropped table (00942), among other errors. Seed 56: three drop tables, one with two
 # 00942s. Seed 57: one drops every table; seven transactions then fail with 00942.
