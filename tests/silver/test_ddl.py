@@ -4,12 +4,16 @@ a DDL that changes no column or row is IGNORED; one that fails goes to the error
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql import types as T
 
 from lakeapply.silver import dictionary
 from lakeapply.silver.cycle_state import SimulatedApplyCrash
 from lakeapply.silver.ddl import DdlError, parse_ddl
+from lakeapply.silver.ddl_apply import DdlChange, _ddl_steps
 from lakeapply.silver.engine import apply_cycle
 from lakeapply.testing import LakeapplyHarness, apply_settings, destination, table_definition
 
@@ -121,6 +125,48 @@ def test_modify_shortens_a_character_column_only_when_every_value_fits(
     assert '"VARCHAR2(5)"' in versions[0].definition_json
 
 
+def test_a_type_change_or_a_smaller_precision_applies_only_to_an_empty_column(
+    spark: SparkSession, lakeapply: LakeapplyHarness
+) -> None:
+    item = table_definition(
+        "SHOP.ITEM",
+        {"ID": "NUMBER(6)", "PRICE": "NUMBER(6,2)", "TAG": "VARCHAR2(10)", "NOTE": "VARCHAR2(9)"},
+        primary_key=["ID"],
+    )
+    lakeapply.configure(apply_settings(item, disable_on_error=False))
+
+    def modify(transaction_id: str, change: str) -> Any:
+        ddl = f"ALTER TABLE SHOP.ITEM MODIFY ({change})"
+        return lakeapply.txn(transaction_id=transaction_id).ddl("SHOP.ITEM", ddl).commit()
+
+    lakeapply.run(
+        lakeapply.txn(transaction_id="1.1.1")
+        .insert("SHOP.ITEM", ID=1, PRICE=10.5, TAG=None, NOTE="x")
+        .commit(),
+        modify("2.2.2", "PRICE NUMBER(4,1)"),  # PRICE holds 10.5: ORA-01440
+        modify("3.3.3", "TAG NUMBER(3)"),  # every TAG is NULL: applied, in its place
+        modify("4.4.4", "NOTE NUMBER(3)"),  # NOTE holds 'x': ORA-01439
+        modify("5.5.5", "NOTE CLOB"),  # never to a LOB: ORA-22858
+        lakeapply.txn(transaction_id="6.6.6")
+        .insert("SHOP.ITEM", ID=2, PRICE=1, TAG=7, NOTE="y")
+        .commit(),
+    )
+
+    errors = sorted(
+        (r.source_transaction_id, r.error_number) for r in lakeapply.error_queue().collect()
+    )
+    assert errors == [("2.2.2", 1440), ("4.4.4", 1439), ("5.5.5", 22858)]
+    silver = lakeapply.silver("SHOP.ITEM")
+    assert [(f.name, f.dataType.simpleString()) for f in silver.schema.fields] == [
+        ("ID", "decimal(6,0)"),
+        ("PRICE", "decimal(6,2)"),
+        ("TAG", "decimal(3,0)"),
+        ("NOTE", "string"),
+    ]
+    rows = sorted((int(r.ID), float(r.PRICE), r.TAG, r.NOTE) for r in silver.collect())
+    assert rows == [(1, 10.5, None, "x"), (2, 1.0, 7, "y")]
+
+
 def test_truncate_table_empties_the_destination_between_the_inserts_around_it(
     spark: SparkSession, lakeapply: LakeapplyHarness
 ) -> None:
@@ -208,6 +254,32 @@ def test_a_crash_after_the_ddl_then_a_rerun_applies_it_once(
     assert lakeapply.error_queue().count() == 0  # ADD again would be ORA-01430
     assert _rows(lakeapply) == [(2, 2, "NEW"), (10, 1, "OK")]
     assert lakeapply.transactions().count() == 3
+
+
+def test_a_resumed_modify_runs_only_the_steps_its_table_still_lacks() -> None:
+    item = table_definition(
+        "SHOP.ITEM", {"ID": "NUMBER(6)", "TAG": "VARCHAR2(10)", "NOTE": "VARCHAR2(9)"}
+    )
+    statement = parse_ddl("ALTER TABLE SHOP.ITEM MODIFY (TAG NUMBER(3))", "SHOP")
+    change = DdlChange(destination(item), statement, None)
+    mapped = {"delta.columnMapping.mode": "name"}
+
+    def state(**columns: T.DataType) -> T.StructType:
+        return T.StructType([T.StructField(name, kind) for name, kind in columns.items()])
+
+    before = state(ID=T.DecimalType(6, 0), TAG=T.StringType(), NOTE=T.StringType())
+    assert _ddl_steps(change, before, {}) == [
+        "ALTER TABLE {table} SET TBLPROPERTIES ('delta.columnMapping.mode' = 'name')",
+        "ALTER TABLE {table} DROP COLUMNS (`TAG`)",
+        "ALTER TABLE {table} ADD COLUMNS (`TAG` decimal(3,0) AFTER `ID`)",
+    ]
+    # Killed after the DROP: the rerun adds the column back, in its place.
+    dropped = state(ID=T.DecimalType(6, 0), NOTE=T.StringType())
+    assert _ddl_steps(change, dropped, mapped) == [
+        "ALTER TABLE {table} ADD COLUMNS (`TAG` decimal(3,0) AFTER `ID`)"
+    ]
+    done = state(ID=T.DecimalType(6, 0), TAG=T.DecimalType(3, 0), NOTE=T.StringType())
+    assert _ddl_steps(change, done, mapped) == []
 
 
 @pytest.mark.parametrize(

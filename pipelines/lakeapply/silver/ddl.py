@@ -37,7 +37,9 @@ NAME_IN_USE = 955  # ORA-00955: name is already used by an existing object
 NO_INSTANTIATION_SCN = 26687  # ORA-26687: no instantiation SCN provided for the object
 COLUMN_EXISTS = 1430  # ORA-01430: column being added already exists in table
 CANNOT_CHANGE_TYPE = 1439  # ORA-01439: column to be modified must be empty to change datatype
-CANNOT_DECREASE = 1441  # ORA-01441: cannot decrease column length
+CANNOT_DECREASE_PRECISION = 1440  # ORA-01440: ... must be empty to decrease precision or scale
+CANNOT_DECREASE = 1441  # ORA-01441: cannot decrease column length because some value is too big
+INVALID_TYPE_ALTERATION = 22858  # ORA-22858: invalid alteration of datatype (to or from a LOB)
 KEY_COLUMN = 12991  # ORA-12991: column is referenced in a multi-column constraint
 DDL_ERROR_NUMBERS = (
     INVALID_STATEMENT,
@@ -48,7 +50,9 @@ DDL_ERROR_NUMBERS = (
     NO_INSTANTIATION_SCN,
     COLUMN_EXISTS,
     CANNOT_CHANGE_TYPE,
+    CANNOT_DECREASE_PRECISION,
     CANNOT_DECREASE,
+    INVALID_TYPE_ALTERATION,
     UNIMPLEMENTED,
     KEY_COLUMN,
 )
@@ -357,47 +361,90 @@ def _alter_modify(rest: str, text: str, default_owner: str | None) -> DdlStateme
     return DdlStatement("MODIFY", owner, table, modified=tuple(modified))
 
 
-def _widens(old: OracleType, new: OracleType) -> bool:
-    if old.family != new.family or old.name != new.name:
-        return False
-    if old.family == TypeFamily.CHARACTER:
-        return (new.length or 0) >= (old.length or 0) or old.length is None
-    if old.family == TypeFamily.NUMBER:
-        if old.precision is None:
-            return new.precision is None
-        if new.precision is None:
-            return old.scale in (None, 0) and new.scale in (None, 0)
-        return (new.scale or 0) >= (old.scale or 0) and (new.precision - (new.scale or 0)) >= (
-            old.precision - (old.scale or 0)
-        )
-    return old == new
-
-
-def _narrows_characters(old: OracleType, new: OracleType) -> bool:
-    """A shorter length of the same character type: Oracle applies it when every value fits
-    (ORA-01441 otherwise), which only the destination's rows can tell (see
-    :func:`narrowed_character_columns`)."""
-    return (
-        old.family == new.family == TypeFamily.CHARACTER
-        and old.name == new.name
-        and new.length is not None
-        and (old.length is None or new.length < old.length)
+def _number_widens(old: OracleType, new: OracleType) -> bool:
+    """No integer digit and no decimal lost: every stored value fits (Delta widens the
+    decimal in place)."""
+    if old.precision is None:
+        return new.precision is None
+    if new.precision is None:
+        return old.scale in (None, 0) and new.scale in (None, 0)
+    return (new.scale or 0) >= (old.scale or 0) and (new.precision - (new.scale or 0)) >= (
+        old.precision - (old.scale or 0)
     )
 
 
-def narrowed_character_columns(
+# Type changes Oracle makes whatever the column holds (it converts the values).
+_CONVERTIBLE_LONGS = {("LONG", "CLOB"), ("LONG", "NCLOB"), ("LONG RAW", "BLOB")}
+
+
+@dataclass(frozen=True)
+class StoredValuesCheck:
+    """What the destination's stored values must allow for a MODIFY of one column to apply,
+    as Oracle checks them: with ``max_length`` no value longer than it (characters, or bytes
+    for RAW), else no value at all (every row NULL in the column); ``error`` otherwise."""
+
+    column: str
+    error: int
+    reason: str
+    max_length: int | None = None
+
+
+def _modify_check(
+    old: OracleType, new: OracleType, table: str, column: str
+) -> StoredValuesCheck | None:
+    """The stored-values condition of ``MODIFY (column new)`` on a column of type ``old``;
+    None when Oracle applies it whatever the column holds. Raises ORA-22858 for a change to or
+    from a LOB that Oracle never makes. (Oracle also turns a non-empty CHAR column into a
+    VARCHAR2 of no smaller length, and back, padding the values; here any change of type
+    needs an empty column.)"""
+    change = f"{table}.{column} {old} to {new}"
+    if old.family in (TypeFamily.CHARACTER, TypeFamily.BINARY) and old.name == new.name:
+        if new.length is None or (old.length is not None and new.length >= old.length):
+            return None
+        return StoredValuesCheck(
+            column,
+            CANNOT_DECREASE,
+            f"cannot decrease column length because some value is too big: {change}",
+            max_length=new.length,
+        )
+    if old.name != new.name or old.family != new.family:
+        if (old.name, new.name) in _CONVERTIBLE_LONGS:
+            return None
+        if old.is_lob_or_long or new.is_lob_or_long:
+            raise DdlError(
+                INVALID_TYPE_ALTERATION,
+                f"invalid alteration of datatype: {change} is not applied",
+            )
+        return StoredValuesCheck(
+            column,
+            CANNOT_CHANGE_TYPE,
+            f"column to be modified must be empty to change datatype: {change}",
+        )
+    if old.family == TypeFamily.NUMBER and not _number_widens(old, new):
+        return StoredValuesCheck(
+            column,
+            CANNOT_DECREASE_PRECISION,
+            f"column to be modified must be empty to decrease precision or scale: {change}",
+        )
+    return None
+
+
+def stored_values_checks(
     definition: TableDefinition, statement: DdlStatement
-) -> dict[str, int]:
-    """Column -> new length, for each character column a MODIFY makes shorter."""
+) -> tuple[StoredValuesCheck, ...]:
+    """What a MODIFY needs of the destination's stored values (only its rows can tell)."""
     if statement.kind != "MODIFY":
-        return {}
-    narrowed: dict[str, int] = {}
-    for column in statement.modified:
-        old_type = definition.column(column.name).oracle_type
-        if _narrows_characters(old_type, column.oracle_type):
-            assert column.oracle_type.length is not None
-            narrowed[column.name] = column.oracle_type.length
-    return narrowed
+        return ()
+    checks = (
+        _modify_check(
+            definition.column(column.name).oracle_type,
+            column.oracle_type,
+            definition.qualified_name,
+            column.name,
+        )
+        for column in statement.modified
+    )
+    return tuple(check for check in checks if check is not None)
 
 
 def new_definition(  # noqa: PLR0912 (one branch per DDL kind)
@@ -454,24 +501,8 @@ def new_definition(  # noqa: PLR0912 (one branch per DDL kind)
         for name, column in changed.items():
             if name not in names:
                 raise DdlError(INVALID_IDENTIFIER, f'"{name}": invalid identifier (table {table})')
-            old_type = definition.column(name).oracle_type
-            if (
-                old_type.family != column.oracle_type.family
-                or old_type.name != column.oracle_type.name
-            ):
-                raise DdlError(
-                    CANNOT_CHANGE_TYPE,
-                    f"column to be modified must be empty to change datatype: {table}.{name} "
-                    f"{old_type} to {column.oracle_type} is not applied",
-                )
-            if not _widens(old_type, column.oracle_type) and not _narrows_characters(
-                old_type, column.oracle_type
-            ):
-                raise DdlError(
-                    CANNOT_DECREASE,
-                    f"cannot decrease column length or precision: {table}.{name} "
-                    f"{old_type} to {column.oracle_type} is not applied",
-                )
+            # Raises ORA-22858 now; the other conditions need the rows (ddl_apply.py).
+            _modify_check(definition.column(name).oracle_type, column.oracle_type, table, name)
         return replace(
             definition,
             columns=tuple(

@@ -36,7 +36,6 @@ from lakeapply.silver.cycle_state import (
     materialize,
 )
 from lakeapply.silver.ddl import (
-    CANNOT_DECREASE,
     CREATE_TABLE_AS_SELECT,
     NAME_IN_USE,
     NO_INSTANTIATION_SCN,
@@ -46,9 +45,9 @@ from lakeapply.silver.ddl import (
     DdlStatement,
     created_silver_table,
     definition_json,
-    narrowed_character_columns,
     new_definition,
     parse_ddl,
+    stored_values_checks,
 )
 from lakeapply.silver.fold import FOLD_OUTPUT_SCHEMA, Position
 from lakeapply.silver.rules import passes_rules
@@ -245,13 +244,16 @@ def _create_table_change(
 
 
 def _ddl_steps(change: DdlChange, current: T.StructType, properties: dict[str, str]) -> list[str]:
-    """The Delta statements that take the destination table to the new definition."""
-    statement, table = change.statement, change.table
+    """The Delta statements that take the destination table from its ``current`` state to the
+    new definition. What the current state already has is left out (a resumed DDL), so the
+    list depends on the state it starts from; each step is recognized by its text."""
+    statement = change.statement
     if statement.kind == "TRUNCATE":
         return ["DELETE FROM {table}"]
+    replaced = _replaced_columns(change, current)
     steps: list[str] = []
     mapping = properties.get("delta.columnMapping.mode") == "name"
-    if statement.kind in ("DROP", "RENAME") and not mapping:
+    if (statement.kind in ("DROP", "RENAME") or replaced) and not mapping:
         steps.append("ALTER TABLE {table} SET TBLPROPERTIES ('delta.columnMapping.mode' = 'name')")
     if statement.kind == "ADD":
         added = ", ".join(
@@ -274,36 +276,86 @@ def _ddl_steps(change: DdlChange, current: T.StructType, properties: dict[str, s
         old, new = statement.renamed
         steps.append(f"ALTER TABLE {{table}} RENAME COLUMN {quote(old)} TO {quote(new)}")
     elif statement.kind == "MODIFY":
-        types = {f.name: f.dataType for f in current.fields}
-        for column in statement.modified:
-            wanted = column.oracle_type.spark_type()
-            if types.get(column.name) != wanted:
-                if properties.get("delta.enableTypeWidening") != "true":
-                    steps.append(
-                        "ALTER TABLE {table} SET TBLPROPERTIES ('delta.enableTypeWidening' = 'true')"
-                    )
-                steps.append(
-                    f"ALTER TABLE {{table}} ALTER COLUMN {quote(column.name)} "
-                    f"TYPE {wanted.simpleString()}"
-                )
-    del table
+        steps += _modify_steps(change, current, properties, replaced)
     return steps
 
 
-def _run_ddl_steps(cycle: Cycle, qualified: str, steps: list[str], planned: int) -> None:
-    """Each step once: a step is tagged (Delta commit userMetadata) with the cycle and its
-    number, and a resumed cycle skips the steps its first run committed."""
-    done = {
+def _replaced_columns(change: DdlChange, current: T.StructType) -> list[str]:
+    """The columns a MODIFY gives another Spark type that Delta cannot widen to: they were
+    checked empty (every value NULL), so each is dropped and added again with the new type,
+    in its place (both metadata-only under column mapping, whatever the table's size)."""
+    if change.statement.kind != "MODIFY":
+        return []
+    must_be_empty = {
+        check.column
+        for check in stored_values_checks(change.table.definition, change.statement)
+        if check.max_length is None
+    }
+    types = {f.name: f.dataType for f in current.fields}
+    return [
+        column.name
+        for column in change.statement.modified
+        if column.name in must_be_empty
+        and types.get(column.name) != column.oracle_type.spark_type()
+    ]
+
+
+def _modify_steps(
+    change: DdlChange, current: T.StructType, properties: dict[str, str], replaced: list[str]
+) -> list[str]:
+    steps: list[str] = []
+    types = {f.name: f.dataType for f in current.fields}
+    order = change.table.definition.column_names
+    for column in change.statement.modified:
+        wanted = column.oracle_type.spark_type().simpleString()
+        name = quote(column.name)
+        if column.name in replaced:
+            at = order.index(column.name)
+            place = "FIRST" if at == 0 else f"AFTER {quote(order[at - 1])}"
+            if column.name in types:
+                steps.append(f"ALTER TABLE {{table}} DROP COLUMNS ({name})")
+            steps.append(f"ALTER TABLE {{table}} ADD COLUMNS ({name} {wanted} {place})")
+        elif types.get(column.name) != column.oracle_type.spark_type():
+            if properties.get("delta.enableTypeWidening") != "true":
+                steps.append(
+                    "ALTER TABLE {table} SET TBLPROPERTIES ('delta.enableTypeWidening' = 'true')"
+                )
+            steps.append(f"ALTER TABLE {{table}} ALTER COLUMN {name} TYPE {wanted}")
+    return steps
+
+
+def _step_marker(cycle: Cycle, lcr: Any, step: str) -> str:
+    """The Delta commit userMetadata of one DDL step: the cycle, the DDL LCR and the step."""
+    return f"{_ddl_marker_prefix(cycle, lcr)}{step}"
+
+
+def _ddl_marker_prefix(cycle: Cycle, lcr: Any) -> str:
+    return f"{cycle.app}:ddl:{cycle.plan.cycle_id}:{lcr.message_number}:"
+
+
+def _committed_steps(cycle: Cycle, silver: str, lcr: Any) -> set[str]:
+    """The markers of this DDL LCR's steps already committed to the table (a resumed cycle)."""
+    qualified = cycle.catalog.silver_table(silver)
+    planned = cycle.plan.table_versions[silver]
+    prefix = _ddl_marker_prefix(cycle, lcr)
+    return {
         str(row.userMetadata)
         for row in DeltaTable.forName(cycle.spark, qualified)
         .history()
-        .where((F.col("version") > planned) & F.col("userMetadata").isNotNull())
+        .where((F.col("version") > planned) & F.col("userMetadata").startswith(prefix))
         .select("userMetadata")
         .collect()
     }
+
+
+def _run_ddl_steps(
+    cycle: Cycle, qualified: str, lcr: Any, steps: list[str], done: set[str]
+) -> None:
+    """Each step once: a step's commit is tagged (Delta commit userMetadata) with the cycle,
+    the LCR and the step's text, and a resumed cycle skips the steps its first run committed."""
     session = cycle.spark.newSession()
-    for number, step in enumerate(steps):
-        marker = f"{cycle.app}:ddl:{cycle.plan.cycle_id}:{number}"
+    for step in steps:
+        marker = _step_marker(cycle, lcr, step)
         if marker in done:
             continue
         session.conf.set("spark.databricks.delta.commitInfo.userMetadata", marker)
@@ -406,30 +458,39 @@ def _ddl_messages(inputs: CycleInput, settings: ApplySettings) -> DataFrame:
     return materialize(ddl_lcrs.withColumn("message_number", F.row_number().over(order)))
 
 
-def _check_values_fit(spark: SparkSession, qualified: str, change: DdlChange, lcr: Any) -> None:
-    """ORA-01441 when a MODIFY makes a character column shorter than a value it holds (the
-    silver column is a STRING either way: only the definition changes)."""
-    narrowed = narrowed_character_columns(change.table.definition, change.statement)
-    if not narrowed:
+def _check_stored_values(spark: SparkSession, qualified: str, change: DdlChange, lcr: Any) -> None:
+    """A MODIFY that Oracle makes only when the stored values allow it (silver/ddl.py
+    ``stored_values_checks``): one aggregate over the destination table, then ORA-01439,
+    01440 or 01441 for the first column that does not allow it."""
+    checks = stored_values_checks(change.table.definition, change.statement)
+    if not checks:
         return
-    too_long = (
+    figures = (
         spark.table(qualified)
         .select(
             *[
-                F.max(F.length(F.col(quote(name)))).alias(f"c{index}")
-                for index, name in enumerate(narrowed)
+                (
+                    F.max(F.length(F.col(quote(check.column))))
+                    if check.max_length is not None
+                    else F.count(F.col(quote(check.column)))
+                ).alias(f"c{index}")
+                for index, check in enumerate(checks)
             ]
         )
         .collect()[0]
     )
-    for index, (name, length) in enumerate(narrowed.items()):
-        longest = too_long[f"c{index}"]
-        if longest is not None and longest > length:
+    for index, check in enumerate(checks):
+        figure = figures[f"c{index}"]
+        if check.max_length is not None and figure is not None and figure > check.max_length:
             raise DdlError(
-                CANNOT_DECREASE,
-                f"cannot decrease column length because some value is too big: "
-                f"{change.table.definition.qualified_name}.{name} holds a value of {longest} "
-                f"characters; {lcr.ddl_text} is not applied",
+                check.error,
+                f"{check.reason} ({check.column} holds a value of length {figure}); "
+                f"{lcr.ddl_text} is not applied",
+            )
+        if check.max_length is None and figure:
+            raise DdlError(
+                check.error,
+                f"{check.reason} ({figure} row(s) hold a value); {lcr.ddl_text} is not applied",
             )
 
 
@@ -438,11 +499,13 @@ def _alter_destination(cycle: Cycle, change: DdlChange, lcr: Any) -> None:
     refusal is reported as an Oracle error (ORA-03001)."""
     silver = change.table.silver_table
     qualified = cycle.catalog.silver_table(silver)
-    _check_values_fit(cycle.spark, qualified, change, lcr)
+    done = _committed_steps(cycle, silver, lcr)
+    if not done:  # else the first run checked the values before its first step
+        _check_stored_values(cycle.spark, qualified, change, lcr)
     detail = DeltaTable.forName(cycle.spark, qualified).detail().collect()[0]
     steps = _ddl_steps(change, cycle.spark.table(qualified).schema, dict(detail.properties or {}))
     try:
-        _run_ddl_steps(cycle, qualified, steps, cycle.plan.table_versions[silver])
+        _run_ddl_steps(cycle, qualified, lcr, steps, done)
     except Exception as error:  # Delta's refusal, reported as an Oracle error
         raise DdlError(
             UNIMPLEMENTED,
