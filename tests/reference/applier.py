@@ -103,9 +103,11 @@ D16 Column DDL (rule 10), in the narrow grammar the workloads draw (anything els
     DROP of an unknown column 00904, of a key column (the effective key, rule 5) 12991, else
     the column leaves the definition and every row; RENAME of an unknown column 00904, onto an
     existing name 00957, else renamed in the definition and every row; MODIFY of an unknown
-    column 00904, to another type 01439, to a smaller precision 01441, to a shorter character
-    length 01441 when a value of the column is longer (else applied), else the new type (rows
-    unchanged). The transactions after it are applied under the new
+    column 00904; to another type: LONG to CLOB/NCLOB and LONG RAW to BLOB applied, to or
+    from any other LOB 22858, else 01439 unless every value of the column is NULL; the same
+    NUMBER with fewer integer digits or a smaller scale 01440 unless every value is NULL; a
+    shorter character or RAW length 01441 when a value of the column is longer; else the new
+    type (rows unchanged). The transactions after it are applied under the new
     definition (conversions, unknown columns). A failing DDL makes its transaction an error
     transaction whose messages are its DDL LCRs (the failing one's position, their count).
 D17 Virtual dependencies (rule 9, DEPENDENT_TRANSACTIONS; lakeapply.yml
@@ -1003,10 +1005,7 @@ def _alter_table(
         }
     else:  # MODIFY
         old, new = definition.column(column).type, kinds_column_type(argument)
-        if (old.name, old.kind) != (new.name, new.kind):
-            raise _ora(1439, f"column to be modified must be empty to change datatype: {column}")
-        if not _wider_or_equal(old, new) and not _fits(old, new, column, rows):
-            raise _ora(1441, f"cannot decrease column length or precision: {column}")
+        _check_modify(old, new, column, rows)
         columns = tuple(
             Column(c.name, new, c.nullable, c.default) if c.name == column else c
             for c in definition.columns
@@ -1017,22 +1016,39 @@ def _alter_table(
     )
 
 
-def _fits(old: ColumnType, new: ColumnType, column: str, rows: dict[Key, Row]) -> bool:
-    """D16: a shorter character length is applied when every value of the column fits."""
-    if old.kind != kinds.CHARACTER or new.length is None:
-        return False
-    return all(len(row[column]) <= new.length for row in rows.values() if row[column] is not None)
+_LONG_TO_LOB = {("LONG", "CLOB"), ("LONG", "NCLOB"), ("LONG RAW", "BLOB")}
 
 
-def _wider_or_equal(old: ColumnType, new: ColumnType) -> bool:
-    """D16: a MODIFY that loses no value: a length, or integer digits and scale, that do not
-    shrink (an unconstrained NUMBER stays unconstrained)."""
-    if old.kind == kinds.NUMBER:
-        if old.precision is None or new.precision is None:
-            return new.precision is None
-        assert old.scale is not None and new.scale is not None
-        return new.scale >= old.scale and new.precision - new.scale >= old.precision - old.scale
-    return (new.length or 0) >= (old.length or 0)
+def _check_modify(old: ColumnType, new: ColumnType, column: str, rows: dict[Key, Row]) -> None:
+    """D16: MODIFY (column new) as Oracle checks it against the stored values. Another type:
+    LONG to a LOB is converted; to or from a LOB otherwise 22858; else the column must be empty
+    (every value NULL) or 01439. The same NUMBER with fewer integer digits or a smaller scale:
+    empty, or 01440. The same character or RAW type, shorter: every value fits, or 01441."""
+    values = [row[column] for row in rows.values() if row[column] is not None]
+    if (old.name, old.kind) != (new.name, new.kind):
+        if (old.name, new.name) in _LONG_TO_LOB:
+            return
+        if old.kind in kinds.LOB_KINDS or new.kind in kinds.LOB_KINDS:
+            raise _ora(22858, f"invalid alteration of datatype: {column}")
+        if values:
+            raise _ora(1439, f"column to be modified must be empty to change datatype: {column}")
+    elif old.kind == kinds.NUMBER:
+        if values and not _number_keeps_every_digit(old, new):
+            raise _ora(
+                1440,
+                f"column to be modified must be empty to decrease precision or scale: {column}",
+            )
+    elif new.length is not None and any(len(value) > new.length for value in values):
+        raise _ora(1441, f"cannot decrease column length because some value is too big: {column}")
+
+
+def _number_keeps_every_digit(old: ColumnType, new: ColumnType) -> bool:
+    """D16: integer digits and scale that do not shrink (an unconstrained NUMBER stays
+    unconstrained)."""
+    if old.precision is None or new.precision is None:
+        return new.precision is None
+    assert old.scale is not None and new.scale is not None
+    return new.scale >= old.scale and new.precision - new.scale >= old.precision - old.scale
 
 
 def _transformed(settings: ApplyProcess, database: str, lcr: dict[str, Any]) -> dict[str, Any]:

@@ -1542,7 +1542,9 @@ def test_drop_and_rename_column_change_the_rows_and_the_later_lcrs_names() -> No
         ("RENAME COLUMN HOLDER TO STATUS", 957),
         ("MODIFY (HOLDER NUMBER)", 1439),
         ("MODIFY (HOLDER VARCHAR2(4))", 1441),  # "Alice" is longer
-        ("MODIFY (BALANCE NUMBER(7,2))", 1441),
+        ("MODIFY (BALANCE NUMBER(7,2))", 1440),  # 10.5 is stored
+        ("MODIFY (BALANCE NUMBER(8,1))", 1440),
+        ("MODIFY (HOLDER CLOB)", 22858),
     ],
 )
 def test_a_column_ddl_the_destination_refuses_is_an_error_transaction_of_its_ddl(
@@ -1571,6 +1573,36 @@ def test_modify_shortens_a_character_column_whose_values_all_fit() -> None:
     )
     assert result.definitions["account"].column("HOLDER").type.length == 5
     assert [e.error_number for e in result.errors] == [12899]
+
+
+def test_modify_changes_the_type_or_lowers_the_precision_of_a_column_that_holds_no_value() -> None:
+    result = reference_apply(
+        apply_settings(disable_on_error=False),
+        [
+            insert("1.1.1", 100, {**ALICE, "HOLDER": None, "BALANCE": None}),
+            commit("1.1.1", 101),
+            alter("2.2.2", 102, "MODIFY (HOLDER NUMBER(3))"),  # every HOLDER is NULL
+            alter("3.3.3", 103, "MODIFY (BALANCE NUMBER(4,1))"),
+            insert("4.4.4", 104, {**BOB, "HOLDER": "7", "BALANCE": "2.25"}),
+            commit("4.4.4", 105),
+            alter("5.5.5", 106, "MODIFY (STATUS NUMBER)"),  # 'OPEN' is stored: 01439
+        ],
+    )
+    definition = result.definitions["account"]
+    assert str(definition.column("HOLDER").type.kind) == "number"
+    assert (
+        definition.column("BALANCE").type.precision,
+        definition.column("BALANCE").type.scale,
+    ) == (4, 1)
+    assert accounts(result)[(2,)]["HOLDER"] == Decimal(7)
+    assert accounts(result)[(2,)]["BALANCE"] == Decimal("2.3")  # rounded to the new scale
+    assert [e.error_number for e in result.errors] == [1439]
+
+
+def test_a_modify_of_an_empty_table_changes_any_column() -> None:
+    result = reference_apply(apply_settings(), [alter("1.1.1", 100, "MODIFY (BALANCE NUMBER(2))")])
+    assert result.definitions["account"].column("BALANCE").type.precision == 2
+    assert result.errors == []
 
 
 def test_modify_widens_a_column_and_longer_values_then_apply() -> None:
@@ -1900,7 +1932,7 @@ def test_workloads_are_contract_lcrs_that_the_reference_applier_runs_on() -> Non
     }
 
 
-COLUMN_DDL_ERROR_NUMBERS = {904, 957, 1430, 1439, 1441, 12991}
+COLUMN_DDL_ERROR_NUMBERS = {904, 957, 1430, 1439, 1440, 1441, 12991}
 
 
 def test_workloads_with_column_ddl_add_rename_widen_and_drop_columns_the_lcrs_then_use() -> None:

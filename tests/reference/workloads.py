@@ -65,8 +65,14 @@ FAILING_COLUMN_DDL = {
     12991: "DROP COLUMN ID",
     957: "RENAME COLUMN CODE TO NOTE",
     1439: "MODIFY (CODE NUMBER)",
-    1441: "MODIFY (AMOUNT NUMBER(4,2))",
+    1440: "MODIFY (AMOUNT NUMBER(4,2))",
 }
+# The refused MODIFYs that an empty column takes (every value NULL), and their column.
+NEEDS_A_VALUE = {1439: "CODE", 1440: "AMOUNT"}
+
+
+def _holds_a_value(rows: dict[int, SourceRow], column: str) -> bool:
+    return any(row.get(column) is not None for row in rows.values())
 
 
 @dataclass(frozen=True)
@@ -893,7 +899,15 @@ def _column_ddl(
     rows = state.setdefault(key, {})
     current = extras.get(key)
     if _chance(draw, 6):
-        statement = FAILING_COLUMN_DDL[draw(st.sampled_from(sorted(FAILING_COLUMN_DDL)))]
+        # A DDL the source refuses, so the destination must too; a MODIFY that needs an empty
+        # column only where the source's holds a value. Where it holds none, the source takes
+        # that MODIFY, and so does the destination when its column holds none either (the
+        # source's model keeps the old type: the workloads go on sending the values they draw,
+        # which the destination may then refuse with 01722 or 01438).
+        empty = [n for n, column in NEEDS_A_VALUE.items() if not _holds_a_value(rows, column)]
+        refused = [n for n in sorted(FAILING_COLUMN_DDL) if n not in empty]
+        number = draw(st.sampled_from(empty if empty and _chance(draw, 3) else refused))
+        statement = FAILING_COLUMN_DDL[number]
     elif current is None:
         statement = f"ADD ({EXTRA_NAMES[0]} VARCHAR2(5))"
         extras[key] = (EXTRA_NAMES[0], 5)

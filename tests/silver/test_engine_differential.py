@@ -237,6 +237,28 @@ def test_engine_matches_the_reference_when_a_column_ddl_shortens_a_column(
     run_and_compare(spark, catalog, tmp_path, shortening, batches=1)
 
 
+def _modifies_code_or_amount(workload: Workload) -> bool:
+    return any(
+        lcr["command_type"] == "ALTER TABLE"
+        and ("MODIFY (CODE NUMBER)" in lcr["ddl_text"] or "MODIFY (AMOUNT" in lcr["ddl_text"])
+        for lcr in workload.lcrs
+    )
+
+
+# Seed 56: AMOUNT NUMBER(5,2) -> NUMBER(4,2) on a column that holds no value (applied: the
+# Delta column dropped and added again), and CODE VARCHAR2 -> NUMBER refused (01439). Seed 29:
+# both applied to empty columns, CODE twice, then values CODE can no longer take (01722).
+@pytest.mark.slow  # each column DDL is a barrier: a cycle of its own
+@pytest.mark.parametrize("seeded", [56, 29])
+def test_engine_matches_the_reference_when_a_modify_needs_an_empty_column(
+    spark: SparkSession, catalog: Catalog, tmp_path: Path, seeded: int
+) -> None:
+    batch = drawn(4, workloads(disable_on_error=False, column_ddl=True), seeded=seeded)
+    modifying = [w for w in batch if _modifies_code_or_amount(w)]
+    assert modifying
+    run_and_compare(spark, catalog, tmp_path, sharing_one_apply(modifying), batches=1)
+
+
 # Seed 44: two workloads drop tables (one drops its only table); row LCRs of every kind then
 # reach a dropped table (00942), among other errors. Seed 56: three drop tables, one with two
 # 00942s. Seed 57: one drops every table; seven transactions then fail with 00942.

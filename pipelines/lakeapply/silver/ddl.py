@@ -362,12 +362,13 @@ def _alter_modify(rest: str, text: str, default_owner: str | None) -> DdlStateme
 
 
 def _number_widens(old: OracleType, new: OracleType) -> bool:
-    """No integer digit and no decimal lost: every stored value fits (Delta widens the
-    decimal in place)."""
-    if old.precision is None:
-        return new.precision is None
+    """No integer digit and no decimal lost: every stored value fits, and Delta widens the
+    decimal in place (to an unconstrained NUMBER, DECIMAL(38,10), only from a scale of at most
+    10; Delta refuses the others: ORA-03001)."""
     if new.precision is None:
-        return old.scale in (None, 0) and new.scale in (None, 0)
+        return True
+    if old.precision is None:
+        return False
     return (new.scale or 0) >= (old.scale or 0) and (new.precision - (new.scale or 0)) >= (
         old.precision - (old.scale or 0)
     )
