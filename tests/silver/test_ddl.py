@@ -228,11 +228,48 @@ def test_an_index_ddl_is_ignored_and_a_failing_ddl_goes_to_the_error_queue(
     assert [m.ddl_text for m in messages] == ["ALTER TABLE BANK.ACCOUNT DROP COLUMN NOSUCH"]
     assert _rows(lakeapply) == [(1, 1)]
 
-    # EXECUTE_ERROR does not re-run DDL: the transaction stays queued, saying so.
+    # EXECUTE_ERROR re-runs the DDL against the destination as it is now: it fails again.
     execution = lakeapply.execute_error(error.local_transaction_id)
     assert not execution.succeeded
-    assert execution.error_number == 3001
+    assert execution.error_number == 904
     assert lakeapply.error_queue().count() == 1
+
+
+def test_the_dba_empties_a_column_then_execute_all_errors_applies_the_queued_modify_in_order(
+    spark: SparkSession, lakeapply: LakeapplyHarness
+) -> None:
+    item = table_definition(
+        "SHOP.ITEM", {"ID": "NUMBER(6)", "TAG": "VARCHAR2(5)"}, primary_key=["ID"]
+    )
+    lakeapply.configure(apply_settings(item, disable_on_error=False))
+    lakeapply.run(
+        lakeapply.txn(transaction_id="1.1.1").insert("SHOP.ITEM", ID=1, TAG="a").commit(),
+        lakeapply.txn(transaction_id="2.2.2")
+        .ddl("SHOP.ITEM", "ALTER TABLE SHOP.ITEM MODIFY (TAG NUMBER(3))")
+        .commit(),  # TAG holds 'a': ORA-01439
+        lakeapply.txn(transaction_id="3.3.3").insert("SHOP.ITEM", ID=2, TAG="7").commit(),
+    )
+    errors = sorted(
+        (r.source_transaction_id, r.error_number) for r in lakeapply.error_queue().collect()
+    )
+    assert errors == [("2.2.2", 1439)]
+    # The DBA's fix: the column emptied with Spark SQL (the values are kept elsewhere).
+    table = lakeapply.catalog.silver_table(lakeapply.silver_table_name("SHOP.ITEM"))
+    spark.sql(f"UPDATE {table} SET TAG = NULL")
+
+    executions = lakeapply.execute_all_errors()
+
+    assert [(e.source_transaction_id, e.succeeded) for e in executions] == [("2.2.2", True)]
+    assert lakeapply.error_queue().count() == 0
+    silver = lakeapply.silver("SHOP.ITEM")
+    assert silver.schema["TAG"].dataType.simpleString() == "decimal(3,0)"
+    versions = lakeapply._apply_table(dictionary.TABLE_VERSIONS).collect()
+    assert [v.transaction_id for v in versions] == ["2.2.2"]
+    assert '"NUMBER(3,0)"' in versions[0].definition_json
+    # Later LCRs apply under the new type.
+    lakeapply.run(lakeapply.txn(transaction_id="5.5.5").insert("SHOP.ITEM", ID=3, TAG="8").commit())
+    rows = sorted((int(r.ID), r.TAG) for r in lakeapply.silver("SHOP.ITEM").collect())
+    assert rows == [(1, None), (2, None), (3, 8)]
 
 
 def test_a_crash_after_the_ddl_then_a_rerun_applies_it_once(

@@ -374,7 +374,6 @@ def apply_ddl_transaction(
     no column and no row is IGNORED. Returns the inputs with the DDL LCRs as the transaction's
     messages (for the error queue), the outcome, and the destination versions after it."""
     spark, catalog, settings, plan = cycle.spark, cycle.catalog, cycle.settings, cycle.plan
-    assert inputs.ddl is not None
     messages = _ddl_messages(inputs, settings)
     lcrs = messages.orderBy("message_number").collect()  # one transaction's DDL LCRs
     versions_after = dict(plan.table_versions)
@@ -573,26 +572,3 @@ def _create_or_drop_table(cycle: Cycle, change: DdlChange, lcr: Any) -> bool:
     cycle.crash_point(DROP_RECORDED_CRASH_POINT, "after recording the DROP TABLE, before the drop")
     cycle.spark.sql(f"DROP TABLE IF EXISTS {qualified}")
     return True
-
-
-def queued_ddl_failures(inputs: CycleInput) -> dict[tuple[str, str], Any]:
-    """EXECUTE_ERROR does not re-run a queued DDL transaction: it stays in the queue with a
-    message saying so (the DBA applies the change, then DELETE_ERROR)."""
-    rows = (
-        inputs.lcrs.where(F.col("lcr_kind") == "DDL")
-        .join(inputs.committed.select(*TRANSACTION_KEY, "commit_scn"), list(TRANSACTION_KEY))
-        .select(*TRANSACTION_KEY, "commit_scn", "message_number", "ddl_text")
-        .collect()  # the DDL LCRs of the re-executed error transactions: a few
-    )
-    return {
-        (str(r.source_database_name), str(r.transaction_id)): DdlFailure(
-            str(r.source_database_name),
-            str(r.transaction_id),
-            int(r.commit_scn),
-            int(r.message_number),
-            UNIMPLEMENTED,
-            f"ORA-03001: unimplemented feature: EXECUTE_ERROR does not re-execute DDL "
-            f"({r.ddl_text}); apply it to the destination, then DELETE_ERROR",
-        )
-        for r in rows
-    }

@@ -48,9 +48,12 @@ from lakeapply.silver.cycle_state import (
     Progress,
     latest_version,
 )
-from lakeapply.silver.ddl_apply import apply_ddl_transaction, queued_ddl_failures
+from lakeapply.silver.ddl_apply import apply_ddl_transaction
 from lakeapply.silver.error_queue import (
     ErrorExecution,
+    executes_ddl,
+    next_execution,
+    queued_ddl_transactions,
     queued_in_commit_order,
     read_error_transactions,
     record_executions,
@@ -257,6 +260,7 @@ def execute_errors(
         ]
         if unknown:
             raise unknown_errors(settings.apply_name, unknown)
+    ddl = queued_ddl_transactions(spark, catalog, settings.apply_name, wanted)
     while wanted:
         last, _, from_batch = recorded_cycles(spark, catalog, settings)
         plan = CyclePlan(
@@ -265,7 +269,7 @@ def execute_errors(
             from_batch,  # reads no bronze: the next bronze cycle starts where the last one ended
             latest_version(spark, catalog.apply_table(dictionary.SPILL)),
             destination_versions(spark, catalog, settings),
-            execute_errors=tuple(wanted),
+            execute_errors=tuple(next_execution(wanted, ddl)),
             error_queue_versions={
                 name: latest_version(spark, catalog.apply_table(name))
                 for name in (dictionary.ERROR_QUEUE, dictionary.ERROR_MESSAGES)
@@ -304,9 +308,11 @@ def execute_cycle(
     cycle.crash_point("plan", "after plan")
     progress(f"cycle {plan.cycle_id}: re-executing {len(plan.execute_errors)} error transaction(s)")
     inputs = read_error_transactions(cycle)
-    fold = fold_passes(cycle, inputs)
-    fold = replace(fold, failed={**fold.failed, **queued_ddl_failures(inputs)})
-    versions_after, _ = merge_destinations(cycle, fold.final_rows, inputs.bounds)
+    if executes_ddl(cycle, inputs):  # a DDL transaction, alone in its cycle (rule 9)
+        inputs, fold, versions_after, _ = apply_ddl_transaction(cycle, inputs)
+    else:
+        fold = fold_passes(cycle, inputs)
+        versions_after, _ = merge_destinations(cycle, fold.final_rows, inputs.bounds)
     now = datetime.now(UTC).replace(tzinfo=None)
     executions = record_executions(cycle, inputs, fold, now)
     commit_cycle(cycle, versions_after, now)

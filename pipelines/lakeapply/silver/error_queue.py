@@ -4,7 +4,8 @@ An EXECUTE_ERROR cycle (``silver/engine.py`` ``execute_cycle``) reads the queued
 LCRs from the error queue at the planned versions instead of bronze
 (``read_error_transactions``), folds them against the current destination rows under the same
 rules, and records each outcome (``record_executions``): success removes the transaction from the
-queue, failure keeps it with its new error.
+queue, failure keeps it with its new error. A queued DDL transaction is re-executed alone in its
+cycle (``next_execution``), by the DDL step of a bronze cycle (``silver/ddl_apply.py``).
 """
 
 from __future__ import annotations
@@ -62,6 +63,39 @@ def queued_in_commit_order(
         .collect()
     )
     return [str(row.local_transaction_id) for row in rows]
+
+
+def queued_ddl_transactions(
+    spark: SparkSession, catalog: Catalog, apply_name: str, wanted: list[str]
+) -> frozenset[str]:
+    """Local transaction ids of the ``wanted`` error transactions that are DDL transactions."""
+    if not wanted:
+        return frozenset()
+    rows = (
+        apply_rows(spark, catalog, dictionary.ERROR_MESSAGES, apply_name)
+        .where((F.col("lcr_kind") == "DDL") & F.col("local_transaction_id").isin(*wanted))
+        .select("local_transaction_id")
+        .distinct()
+        .collect()
+    )
+    return frozenset(str(row.local_transaction_id) for row in rows)
+
+
+def next_execution(wanted: list[str], ddl: frozenset[str]) -> list[str]:
+    """The error transactions (in commit-SCN order) the next EXECUTE_ERROR cycle re-executes: a
+    DDL transaction alone, as in a bronze cycle (rule 9: a barrier), else every one before the
+    next DDL transaction."""
+    if wanted[0] in ddl:
+        return wanted[:1]
+    return wanted[: next((i for i, t in enumerate(wanted) if t in ddl), len(wanted))]
+
+
+def executes_ddl(cycle: Cycle, inputs: CycleInput) -> bool:
+    """True when the cycle re-executes a DDL transaction (then it is the cycle's only one:
+    :func:`next_execution`)."""
+    if len(cycle.plan.execute_errors) != 1:
+        return False
+    return not inputs.lcrs.where(F.col("lcr_kind") == "DDL").isEmpty()
 
 
 def unknown_errors(apply_name: str, unknown: list[str]) -> ApplyError:
