@@ -87,6 +87,13 @@ D14 Redelivery (rule 11). An LCR is identified by its content (every contract fi
     transaction was processed yet, and changes nothing.
 D13 Declarative transformations (lakeapply.yml ``transformations``) run on each row LCR of
     their table after the rules, before every check of D5, in their declared order.
+D19 Rule transformations (a positive rule's ``transformations``): on a row LCR the rules let
+    through, after a subset rule's row migration, the steps of the first positive rule in
+    declared order that selects it run in their order: ``rename_schema`` (the LCR's owner
+    ``from`` -> ``to``) and ``rename_table`` (``OWNER.TABLE`` ``from`` -> ``to``) change the
+    object the LCR names, so the destination it is routed to (an LCR renamed to no destination
+    is not a message, like one no table rule routes), and the column steps act as D13's; then
+    the destination table's own D13 steps. DDL LCRs are not transformed.
 
 Late input is not modelled: the reference applies one arrival sequence at once, so a COMMIT that
 lands before some of its LCRs simply groups with them, and no watermark is passed before a COMMIT
@@ -713,7 +720,7 @@ def _touches(settings: ApplyProcess, transaction: _Transaction) -> set[tuple[Any
     for lcr in transaction.lcrs_passing(settings):
         if _is_ddl(lcr):
             continue
-        message = _transformed(settings, database, settings.migrated(lcr))
+        message = _message(settings, database, lcr)
         table = settings.destination(database, message["object_owner"], message["object_name"])
         assert table is not None
         instantiation_scn = settings.instantiation_scn(
@@ -823,7 +830,8 @@ def _passes_rules(settings: ApplyProcess, database: str, lcr: dict[str, Any]) ->
         return False
     if _is_ddl(lcr):
         return True  # D10
-    return settings.destination(database, lcr["object_owner"], lcr["object_name"]) is not None
+    routed = _rule_transformed(settings, settings.migrated(lcr))  # D19: renames route it
+    return settings.destination(database, routed["object_owner"], routed["object_name"]) is not None
 
 
 def _apply_transaction(
@@ -834,13 +842,9 @@ def _apply_transaction(
     commit_scn = transaction.commit_scn
     assert commit_scn is not None
     passed = [lcr for lcr in transaction.ordered_lcrs() if _passes_rules(settings, database, lcr)]
-    # D2; rule 6: subset rules migrate UPDATEs, then each table's transformations run on its
-    # row LCRs after the rules.
-    messages = [
-        _transformed(settings, database, settings.migrated(lcr))
-        for lcr in passed
-        if not _is_ddl(lcr)
-    ]
+    # D2; rule 6: subset rules migrate UPDATEs, then the selecting rule's transformations
+    # (D19) and each table's (D13) run on its row LCRs after the rules.
+    messages = [_message(settings, database, lcr) for lcr in passed if not _is_ddl(lcr)]
     ddl = [lcr for lcr in passed if _is_ddl(lcr)]
     # Copy-on-write: rows are never changed in place, so copying each table's dict is enough.
     staged = {name: dict(rows) for name, rows in tables.items()}
@@ -1051,48 +1055,81 @@ def _number_keeps_every_digit(old: ColumnType, new: ColumnType) -> bool:
     return new.scale >= old.scale and new.precision - new.scale >= old.precision - old.scale
 
 
+def _message(settings: ApplyProcess, database: str, lcr: dict[str, Any]) -> dict[str, Any]:
+    """A row LCR that passed the rules as its transaction's message (D2): subset rules' row
+    migration (rule 2), the selecting rule's transformations (D19), then its table's (D13)."""
+    return _transformed(settings, database, _rule_transformed(settings, settings.migrated(lcr)))
+
+
+def _rule_transformed(settings: ApplyProcess, lcr: dict[str, Any]) -> dict[str, Any]:
+    """D19: the transformations of the positive rule that selects the row LCR, in their
+    declared order: RENAME_SCHEMA / RENAME_TABLE change the LCR's object (so where it is
+    routed), the column steps act as D13's."""
+    rule = settings.selecting_rule(lcr)
+    steps = rule.get("transformations", ()) if rule is not None else ()
+    if not steps:
+        return lcr
+    lcr = dict(lcr)
+    for step in steps:
+        if "rename_schema" in step:
+            if lcr["object_owner"] == step["rename_schema"]["from"]:
+                lcr["object_owner"] = step["rename_schema"]["to"]
+        elif "rename_table" in step:
+            if f"{lcr['object_owner']}.{lcr['object_name']}" == step["rename_table"]["from"]:
+                lcr["object_owner"], lcr["object_name"] = step["rename_table"]["to"].split(".")
+        else:
+            lcr = _column_step(step, lcr)
+    return lcr
+
+
 def _transformed(settings: ApplyProcess, database: str, lcr: dict[str, Any]) -> dict[str, Any]:
-    """D13: a table's declarative transformations, step by step, on a copy of the LCR. A step
-    acts on old values, new values or both (``value_type``: OLD, NEW, *; ADD COLUMN defaults to
-    NEW, the others to both); ADD COLUMN only on the images its command has, replacing a value
-    the LCR already has for the column; constants only (expressions are the engine's)."""
+    """D13: a table's declarative transformations, step by step, on a copy of the LCR."""
     table = settings.destination(database, lcr["object_owner"], lcr["object_name"])
     if table is None or not table.transformations:
         return lcr
+    for step in table.transformations:
+        lcr = _column_step(step, lcr)
+    return lcr
+
+
+def _column_step(step: Mapping[str, Any], lcr: dict[str, Any]) -> dict[str, Any]:
+    """D13: one column step on a copy of the LCR. A step acts on old values, new values or both
+    (``value_type``: OLD, NEW, *; ADD COLUMN defaults to NEW, the others to both); ADD COLUMN
+    only on the images its command has, replacing a value the LCR already has for the column;
+    constants only (expressions are the engine's)."""
     lcr = dict(lcr)
     images = {"old_values": "OLD", "new_values": "NEW"}
-    for step in table.transformations:
-        acts_on = step.get("value_type", "NEW" if "add_column" in step else "*")
-        for image, name in images.items():
-            if acts_on not in (name, "*"):
+    acts_on = step.get("value_type", "NEW" if "add_column" in step else "*")
+    for image, name in images.items():
+        if acts_on not in (name, "*"):
+            continue
+        values = [dict(v) for v in lcr.get(image) or []]
+        if "delete_column" in step:
+            values = [v for v in values if v["column_name"] != step["delete_column"]]
+        elif "keep_columns" in step:
+            values = [v for v in values if v["column_name"] in step["keep_columns"]]
+        elif "rename_column" in step:
+            rename = step["rename_column"]
+            for v in values:
+                if v["column_name"] == rename["from"]:
+                    v["column_name"] = rename["to"]
+        else:
+            add = step["add_column"]
+            has_image = lcr["command_type"] in (
+                ("INSERT", "UPDATE") if image == "new_values" else ("UPDATE", "DELETE")
+            )
+            if not has_image:
                 continue
-            values = [dict(v) for v in lcr.get(image) or []]
-            if "delete_column" in step:
-                values = [v for v in values if v["column_name"] != step["delete_column"]]
-            elif "keep_columns" in step:
-                values = [v for v in values if v["column_name"] in step["keep_columns"]]
-            elif "rename_column" in step:
-                rename = step["rename_column"]
-                for v in values:
-                    if v["column_name"] == rename["from"]:
-                        v["column_name"] = rename["to"]
-            else:
-                add = step["add_column"]
-                has_image = lcr["command_type"] in (
-                    ("INSERT", "UPDATE") if image == "new_values" else ("UPDATE", "DELETE")
-                )
-                if not has_image:
-                    continue
-                values = [v for v in values if v["column_name"] != add["column"]]
-                values.append(
-                    {
-                        "column_name": add["column"],
-                        "data_type": add.get("data_type", "VARCHAR2"),
-                        "value": add.get("value"),
-                    }
-                )
-            if image in lcr or values:
-                lcr[image] = values
+            values = [v for v in values if v["column_name"] != add["column"]]
+            values.append(
+                {
+                    "column_name": add["column"],
+                    "data_type": add.get("data_type", "VARCHAR2"),
+                    "value": add.get("value"),
+                }
+            )
+        if image in lcr or values:
+            lcr[image] = values
     return lcr
 
 

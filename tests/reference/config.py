@@ -12,7 +12,7 @@ and FLOAT(b) are DECIMAL(38,10); CHAR/NCHAR without a length hold one character.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -223,19 +223,25 @@ class ApplyProcess:
             return True
         if any(_matches(r, lcr) for r in self.positive_rules if "condition" not in r):
             return True
-        old, new = self._subset_images(lcr)
-        command = lcr.get("command_type")
-        if command == "INSERT" or str(command).startswith("LOB"):
-            return new
-        if command == "DELETE":
-            return old
-        return command == "UPDATE" and (old or new)
+        return _judged(lcr, *self._subset_images(lcr))
 
-    def _subset_images(self, lcr: Mapping[str, Any]) -> tuple[bool, bool]:
+    def selecting_rule(self, lcr: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        """D19: the first positive rule, in declared order, that selects the LCR (a subset rule
+        by the image its command is judged by)."""
+        for rule in self.positive_rules or ():
+            if "condition" not in rule and _matches(rule, lcr):
+                return rule
+            if "condition" in rule and _judged(lcr, *self._subset_images(lcr, [rule])):
+                return rule
+        return None
+
+    def _subset_images(
+        self, lcr: Mapping[str, Any], among: Sequence[Mapping[str, Any]] | None = None
+    ) -> tuple[bool, bool]:
         """Whether the LCR's old / new image is inside one of the subset rules matching it."""
         rules = [
             r
-            for r in self.positive_rules or ()
+            for r in (self.positive_rules or () if among is None else among)
             if "condition" in r and lcr.get("lcr_kind", "ROW") == "ROW" and _matches(r, lcr)
         ]
         old = dict(_values(lcr.get("old_values")))
@@ -285,6 +291,17 @@ class ApplyProcess:
         if (database, owner) in self.schema_scns:
             return self.schema_scns[(database, owner)]
         return self.global_scns.get(database)
+
+
+def _judged(lcr: Mapping[str, Any], old: bool, new: bool) -> bool:
+    """A subset rule judges an INSERT (and a LOB piece) by its new image, a DELETE by its old
+    one, an UPDATE by either."""
+    command = lcr.get("command_type")
+    if command == "INSERT" or str(command).startswith("LOB"):
+        return new
+    if command == "DELETE":
+        return old
+    return command == "UPDATE" and (old or new)
 
 
 def _values(values: Any) -> list[tuple[str, Any]]:

@@ -4,6 +4,7 @@ of applier.py), plus a check that the differential-test workloads are contract-e
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -2157,3 +2158,91 @@ def test_an_unconditional_positive_rule_applies_the_update_as_it_is() -> None:
     )
     assert result.errors == []
     assert accounts(result)[(Decimal(1),)]["STATUS"] == "OPEN"
+
+
+# ---------------------------------------------------------------------------------------------
+# Rule 2 and 6: rule transformations (D19)
+# ---------------------------------------------------------------------------------------------
+
+RENAMED_SOURCE = "OLD_ACCOUNT"
+
+
+def test_a_rename_table_rule_routes_a_source_table_to_the_destination_it_names() -> None:
+    source = replace(ACCOUNT, name=RENAMED_SOURCE)
+    rename = {"rename_table": {"from": f"APP.{RENAMED_SOURCE}", "to": "APP.ACCOUNT"}}
+    settings = apply_settings(positive_rules=({"schema": "APP", "transformations": [rename]},))
+    result = reference_apply(
+        settings, [insert("1.1.1", 100, ALICE, table=source), commit("1.1.1", 101)]
+    )
+    assert list(accounts(result)) == [(Decimal(1),)]
+    # Without the rule, APP.OLD_ACCOUNT has no destination: not a message, nothing applied.
+    plain = reference_apply(
+        apply_settings(), [insert("1.1.1", 100, ALICE, table=source), commit("1.1.1", 101)]
+    )
+    assert accounts(plain) == {}
+
+
+def test_a_rename_schema_rule_to_an_owner_without_destinations_routes_nothing() -> None:
+    rename = {"rename_schema": {"from": "APP", "to": "ELSEWHERE"}}
+    settings = apply_settings(positive_rules=({"schema": "APP", "transformations": [rename]},))
+    result = reference_apply(settings, [insert("1.1.1", 100, ALICE), commit("1.1.1", 101)])
+    assert accounts(result) == {}
+    assert result.errors == []
+
+
+def test_only_the_first_positive_rule_that_selects_an_lcr_transforms_it() -> None:
+    drop_holder = {"delete_column": "HOLDER"}
+    rename_holder = {"rename_column": {"from": "HOLDER", "to": "NOSUCH"}}  # would be 00904
+    settings = apply_settings(
+        positive_rules=(
+            {"schema": "APP", "table": "ACCOUNT", "transformations": [drop_holder]},
+            {"schema": "APP", "transformations": [rename_holder]},
+        )
+    )
+    result = reference_apply(settings, [insert("1.1.1", 100, ALICE), commit("1.1.1", 101)])
+    assert result.errors == []
+    assert accounts(result)[(Decimal(1),)]["HOLDER"] is None
+
+
+def test_a_rule_transformation_runs_before_the_tables_own_transformations() -> None:
+    # The rule renames HOLDER to NICK; the table's step then drops NICK: HOLDER stays NULL.
+    rename = {"rename_column": {"from": "HOLDER", "to": "NICK"}}
+    table = destination(transformations=({"delete_column": "NICK"},))
+    settings = apply_settings(
+        table, positive_rules=({"schema": "APP", "transformations": [rename]},)
+    )
+    result = reference_apply(settings, [insert("1.1.1", 100, ALICE), commit("1.1.1", 101)])
+    assert result.errors == []
+    assert accounts(result)[(Decimal(1),)]["HOLDER"] is None
+
+
+def test_workloads_with_rule_transformations_rename_tables_and_schemas_and_delete_columns() -> None:
+    kinds: dict[str, int] = {}
+    routed_elsewhere = 0  # row LCRs a rename_table routed to another table's destination
+
+    @hypothesis_settings(
+        max_examples=60,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(workloads(rule_transformations=True, disable_on_error=False))
+    def check(workload: Workload) -> None:
+        settings = apply_process_from_config(workload.process, workload.definitions)
+        reference_apply(settings, workload.lcrs, workload.initial)
+        for rule in workload.process["rules"]["positive"]:
+            for step in rule.get("transformations", ()):
+                (kind,) = step
+                kinds[kind] = kinds.get(kind, 0) + 1
+                if kind == "rename_table" and step[kind]["from"] != step[kind]["to"]:
+                    nonlocal routed_elsewhere
+                    routed_elsewhere += sum(
+                        f"{lcr.get('object_owner')}.{lcr.get('object_name')}" == step[kind]["from"]
+                        and lcr["source_database_name"] == rule["source_database"]
+                        for lcr in workload.lcrs
+                    )
+
+    check()
+    assert set(kinds) == {"rename_table", "rename_schema", "delete_column"}, kinds
+    assert routed_elsewhere >= 5, routed_elsewhere

@@ -617,6 +617,7 @@ def workloads(
     column_ddl: bool = False,
     virtual_dependencies: bool = False,
     drop_tables: bool = False,
+    rule_transformations: bool = False,
 ) -> Workload:
     """One differential-test workload. ``disable_on_error`` fixes that parameter (None: drawn);
     ``typed`` adds columns of every contract type to the tables, a few per table;
@@ -629,8 +630,10 @@ def workloads(
     last); ``drop_tables`` makes some DDL transactions a ``DROP TABLE`` of a source table (each
     source has its own silver tables), after which that source's transactions write the other
     tables, or (when none is left, or one time in four) the dropped one too: LCRs for a table
-    that no longer exists at the destination (00942). All off by default, so the other
-    callers' derandomized draws do not move."""
+    that no longer exists at the destination (00942); ``rule_transformations`` gives the
+    positive rule set rule transformations (D19: a table renamed to another one, the schema
+    renamed to one without destinations, or a column deleted), drawn last. All off by default,
+    so the other callers' derandomized draws do not move."""
     sources = SOURCES[: draw(st.integers(1, 2))]
     specs = [
         _table_spec(draw, f"T{index}", typed) for index in range(1, draw(st.integers(1, 3)) + 1)
@@ -844,6 +847,8 @@ def workloads(
         },
         "tables": tables,
     }
+    if rule_transformations:
+        process["rules"].update(_transforming_rule_set(draw, sources, specs))
     if schema_scns or global_scns:
         process["instantiation"] = {
             **({"schemas": schema_scns} if schema_scns else {}),
@@ -1027,6 +1032,32 @@ def _subset_rule_set(
     ]
     if len(sources) > 1 and _chance(draw, 2):
         positive[-1] = {"source_database": sources[-1], "schema": OWNER}
+    return {"positive": positive}
+
+
+def _transforming_rule_set(
+    draw: st.DrawFn, sources: tuple[str, ...], specs: list[_TableSpec]
+) -> dict[str, list[dict[str, Any]]]:
+    """A positive rule set whose rules carry rule transformations (D19), per source: one
+    table's LCRs renamed to another table (both then write the second one's destination), or
+    the schema renamed to one without destinations after a plain rule for one table (only that
+    table is routed), or CODE deleted from one table's LCRs; then a rule for the whole schema."""
+    table = draw(st.sampled_from(specs)).name
+    other = draw(st.sampled_from(specs)).name
+    kind = draw(st.sampled_from(["rename_table", "rename_schema", "delete_column"]))
+    positive: list[dict[str, Any]] = []
+    for source in sources:
+        schema = {"source_database": source, "schema": OWNER}
+        if kind == "rename_schema":
+            renamed = {"rename_schema": {"from": OWNER, "to": "ELSEWHERE"}}
+            positive += [{**schema, "table": other}, {**schema, "transformations": [renamed]}]
+            continue
+        step = (
+            {"rename_table": {"from": f"{OWNER}.{table}", "to": f"{OWNER}.{other}"}}
+            if kind == "rename_table"
+            else {"delete_column": "CODE"}
+        )
+        positive += [{**schema, "table": table, "transformations": [step]}, schema]
     return {"positive": positive}
 
 

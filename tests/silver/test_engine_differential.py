@@ -259,6 +259,18 @@ def test_engine_matches_the_reference_when_a_modify_needs_an_empty_column(
     run_and_compare(spark, catalog, tmp_path, sharing_one_apply(modifying), batches=1)
 
 
+# Seed 20: a table's LCRs renamed to another table (both write its destination) and the
+# schema renamed to one without destinations after a rule for one table; seed 3: a rename and
+# CODE deleted from one table's LCRs (D19).
+@pytest.mark.slow  # one apply process per workload (each has its own rules)
+@pytest.mark.parametrize("seeded", [20, 3])
+def test_engine_matches_the_reference_with_rule_transformations(
+    spark: SparkSession, catalog: Catalog, tmp_path: Path, seeded: int
+) -> None:
+    batch = drawn(3, workloads(disable_on_error=False, rule_transformations=True), seeded)
+    run_and_compare(spark, catalog, tmp_path, batch, batches=1)
+
+
 # Seed 44: two workloads drop tables (one drops its only table); row LCRs of every kind then
 # reach a dropped table (00942), among other errors. Seed 56: three drop tables, one with two
 # 00942s. Seed 57: one drops every table; seven transactions then fail with 00942.
