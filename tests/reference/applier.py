@@ -132,6 +132,15 @@ D18 DROP TABLE (rule 10) of a destination table (the LCR's ``object_owner`` / ``
     destination, it changes nothing (ignored, like a TRUNCATE, D10). After it, every row LCR
     for the table, and any DDL on it (a second DROP TABLE, a TRUNCATE, a column DDL), is 00942:
     its routing rules are still declared, so the LCRs reach a table that does not exist.
+D20 CREATE TABLE (rule 10), in the narrow grammar the workloads draw: ``CREATE TABLE o.t (c
+    type [NOT NULL], ..., [PRIMARY KEY (c, ...)])``. Of a live destination 00955. Of a table
+    with no destination: routed only by a positive rule set (without one, only the declared
+    tables are: ignored). Its instantiation SCN (a dropped destination's, else the schema's,
+    else the global one): none 26687; committed at or below it, ignored (rule 3). The silver
+    table: a dropped destination's, else ``<database>_<owner>_<table>`` in lower case with every
+    other character ``_``; one a live destination already writes 00955. The new destination
+    (a dropped one keeps what lakeapply.yml declared: keys, handlers, transformations) starts
+    empty; later LCRs for it apply.
 D15 Commit serialization (rule 9). Without an abort both settings apply one transaction at a
     time in CSCN order (one valid DEPENDENT_TRANSACTIONS schedule): same tables, low = high
     watermark. When a transaction aborts the apply (disable_on_error = Y), FULL processes
@@ -174,6 +183,7 @@ from .config import (
     ConflictHandler,
     Definition,
     Destination,
+    definition_from_document,
 )
 from .config import column_type as kinds_column_type
 
@@ -710,6 +720,11 @@ def _ddl_changes(settings: ApplyProcess, transaction: _Transaction, lcr: dict[st
         return _dropped(settings, transaction, lcr) is not None
     if lcr["command_type"] == "ALTER TABLE":
         return _altered(settings, transaction, lcr) is not None
+    if lcr["command_type"] == "CREATE TABLE":
+        try:
+            return _created(settings, transaction, lcr) is not None
+        except ApplyRowError:
+            return True  # it fails: an error transaction
     return lcr["command_type"] not in NO_CHANGE_DDL
 
 
@@ -889,6 +904,7 @@ def _apply_transaction(
         try:
             settings = _drop_or_truncate(settings, staged, transaction, lcr)
             settings = _alter_table(settings, staged, transaction, lcr)
+            settings = _create_table(settings, staged, transaction, lcr)
         except ApplyRowError as error:
             # D16: the DDL LCRs are the messages of a failing DDL transaction.
             return ErrorTransaction(
@@ -930,6 +946,97 @@ def _drop_or_truncate(
     del staged[target.silver_table]
     gone = replace(target, dropped=True)
     return replace(settings, tables=tuple(gone if t is target else t for t in settings.tables))
+
+
+# D20: the CREATE TABLE the workloads draw.
+_CREATE_STATEMENT = re.compile(r"CREATE TABLE (\w+)\.(\w+) \((.*)\)", re.DOTALL)
+_CREATED_COLUMN = re.compile(r"(\w+) (.+?)( NOT NULL)?")
+_PRIMARY_KEY = re.compile(r"PRIMARY KEY \(([\w, ]+)\)")
+
+
+def _top_level_parts(body: str) -> list[str]:
+    """The comma-separated parts of a column list, commas inside parentheses kept."""
+    parts, depth, current = [], 0, ""
+    for character in body:
+        depth += {"(": 1, ")": -1}.get(character, 0)
+        if character == "," and depth == 0:
+            parts.append(current.strip())
+            current = ""
+        else:
+            current += character
+    return [*parts, current.strip()]
+
+
+def _created_definition(ddl_text: str) -> Definition:
+    """D20: the definition a CREATE TABLE statement gives its table."""
+    match = _CREATE_STATEMENT.fullmatch(ddl_text.strip())
+    if match is None:
+        raise ValueError(f"reference: a CREATE TABLE it does not model: {ddl_text!r}")
+    owner, name, body = match.groups()
+    columns: list[dict[str, Any]] = []
+    primary_key: list[str] = []
+    for part in _top_level_parts(body):
+        key = _PRIMARY_KEY.fullmatch(part)
+        column = _CREATED_COLUMN.fullmatch(part)
+        if key is not None:
+            primary_key = [c.strip() for c in key.group(1).split(",")]
+        elif column is not None:
+            columns.append({"name": column[1], "type": column[2], "nullable": column[3] is None})
+        else:
+            raise ValueError(f"reference: a CREATE TABLE part it does not model: {part!r}")
+    document = {"owner": owner, "name": name, "columns": columns}
+    return definition_from_document(
+        {**document, "primary_key": primary_key} if primary_key else document
+    )
+
+
+def _created(
+    settings: ApplyProcess, transaction: _Transaction, lcr: dict[str, Any]
+) -> Destination | None:
+    """D20: the destination a CREATE TABLE makes (None: not routed, or committed at or below
+    its instantiation SCN); raises 00955 or 26687."""
+    definition = _created_definition(lcr["ddl_text"])
+    database, owner, name = transaction.source_database, definition.owner, definition.name
+    where = f'"{owner}"."{name}" from {database}'
+    existing = settings.destination(database, owner, name)
+    if existing is not None and not existing.dropped:
+        raise _ora(955, f"name is already used by an existing object: {where}")
+    if existing is None and settings.positive_rules is None:
+        return None
+    instantiation_scn = settings.instantiation_scn(database, owner, name)
+    if instantiation_scn is None:
+        raise _ora(26687, f"no instantiation SCN provided for {where}")
+    assert transaction.commit_scn is not None
+    if transaction.commit_scn <= instantiation_scn:
+        return None
+    if existing is not None:
+        return replace(existing, definition=definition, dropped=False)
+    silver = re.sub(r"[^a-z0-9_]", "_", f"{database}_{owner}_{name}".lower())
+    return Destination(database, definition, silver)
+
+
+def _create_table(
+    settings: ApplyProcess, staged: Tables, transaction: _Transaction, lcr: dict[str, Any]
+) -> ApplyProcess:
+    """D20: a CREATE TABLE adds (or makes again) its destination, empty (``staged`` in place)."""
+    if lcr["command_type"] != "CREATE TABLE":
+        return settings
+    created = _created(settings, transaction, lcr)
+    if created is None:
+        return settings
+    if any(t.silver_table == created.silver_table and not t.dropped for t in settings.tables):
+        raise _ora(
+            955,
+            f"name is already used by an existing object: silver table {created.silver_table}",
+        )
+    staged[created.silver_table] = {}
+    others = tuple(
+        t
+        for t in settings.tables
+        if (t.source_database, t.definition.owner, t.definition.name)
+        != (created.source_database, created.definition.owner, created.definition.name)
+    )
+    return replace(settings, tables=(*others, created))
 
 
 # D16: the column DDL the workloads draw, one statement per LCR.

@@ -2246,3 +2246,96 @@ def test_workloads_with_rule_transformations_rename_tables_and_schemas_and_delet
     check()
     assert set(kinds) == {"rename_table", "rename_schema", "delete_column"}, kinds
     assert routed_elsewhere >= 5, routed_elsewhere
+
+
+# ---------------------------------------------------------------------------------------------
+# Rule 10: CREATE TABLE (D20)
+# ---------------------------------------------------------------------------------------------
+
+NEW_TABLE = "CREATE TABLE APP.{name} (ID NUMBER(6), NOTE VARCHAR2(5), PRIMARY KEY (ID))"
+
+
+def create_table(txid: str, scn: int, name: str = "ACCOUNT", text: str = NEW_TABLE) -> Any:
+    """A DDL-only transaction (committed at ``scn``) creating APP.name (D20)."""
+    return {
+        **truncate(txid, scn, name),
+        "command_type": "CREATE TABLE",
+        "ddl_text": text.format(name=name),
+    }
+
+
+def test_create_table_makes_a_dropped_destination_again_empty_with_its_new_columns() -> None:
+    result = reference_apply(
+        apply_settings(disable_on_error=False),
+        [
+            insert("1.1.1", 100, ALICE),
+            commit("1.1.1", 101),
+            drop_table("2.2.2", 102),
+            create_table("3.3.3", 103),
+            insert("4.4.4", 104, {"ID": "7", "NOTE": "hi"}, table=replace(ACCOUNT, columns=())),
+            commit("4.4.4", 105),
+            create_table("5.5.5", 106),  # it exists again: 00955
+        ],
+    )
+    assert result.definitions["account"].column_names == ("ID", "NOTE")
+    assert list(accounts(result)) == [(Decimal(7),)]
+    assert [(e.source_transaction_id, e.error_number) for e in result.errors] == [("5.5.5", 955)]
+
+
+def test_create_table_of_an_undeclared_table_needs_a_positive_rule_and_an_instantiation_scn() -> (
+    None
+):
+    lcrs = [create_table("1.1.1", 100, name="FRESH")]
+    unrouted = reference_apply(apply_settings(), lcrs)  # only the declared tables are routed
+    assert unrouted.outcomes[(DB, "1.1.1")][1] == "IGNORED"
+    routed = apply_settings(positive_rules=({"schema": "APP"},), disable_on_error=False)
+    assert [e.error_number for e in reference_apply(routed, lcrs).errors] == [26687]
+    instantiated = apply_settings(
+        positive_rules=({"schema": "APP"},), schema_instantiation_scns=((DB, "APP", 50),)
+    )
+    result = reference_apply(instantiated, lcrs)
+    silver = f"{DB}_app_fresh".lower().replace(".", "_")
+    assert result.tables[silver] == {}
+    assert result.definitions[silver].primary_key == ("ID",)
+
+
+def test_workloads_with_create_table_make_dropped_tables_again_and_write_them() -> None:
+    created = written_after = 0
+
+    @hypothesis_settings(
+        max_examples=100,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(workloads(drop_tables=True, create_tables=True, disable_on_error=False))
+    def check(workload: Workload) -> None:
+        settings = apply_process_from_config(workload.process, workload.definitions)
+        for lcr in workload.lcrs:
+            LCR_VALIDATOR.validate(lcr)
+        result = reference_apply(settings, workload.lcrs, workload.initial)
+        nonlocal created, written_after
+        for table in settings.tables:
+            if result.tables.get(table.silver_table):
+                created_here = any(
+                    lcr["command_type"] == "CREATE TABLE"
+                    and lcr["object_name"] == table.definition.name
+                    and lcr["source_database_name"] == table.source_database
+                    and result.outcomes.get((table.source_database, lcr["transaction_id"]), ("",))[
+                        -1
+                    ]
+                    == "APPLIED"
+                    for lcr in workload.lcrs
+                )
+                written_after += created_here
+        created += sum(
+            lcr["command_type"] == "CREATE TABLE"
+            and result.outcomes.get((lcr["source_database_name"], lcr["transaction_id"]), ("",))[-1]
+            == "APPLIED"
+            for lcr in workload.lcrs
+        )
+
+    check()
+    assert created >= 10, created
+    assert written_after >= 3, written_after

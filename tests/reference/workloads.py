@@ -618,6 +618,7 @@ def workloads(
     virtual_dependencies: bool = False,
     drop_tables: bool = False,
     rule_transformations: bool = False,
+    create_tables: bool = False,
 ) -> Workload:
     """One differential-test workload. ``disable_on_error`` fixes that parameter (None: drawn);
     ``typed`` adds columns of every contract type to the tables, a few per table;
@@ -632,8 +633,11 @@ def workloads(
     tables, or (when none is left, or one time in four) the dropped one too: LCRs for a table
     that no longer exists at the destination (00942); ``rule_transformations`` gives the
     positive rule set rule transformations (D19: a table renamed to another one, the schema
-    renamed to one without destinations, or a column deleted), drawn last. All off by default,
-    so the other callers' derandomized draws do not move."""
+    renamed to one without destinations, or a column deleted), drawn last; ``create_tables``
+    (with ``drop_tables``) makes a third of the DDL transactions, once a table was dropped, a
+    ``CREATE TABLE`` of a dropped one (D20: its destination made again, empty; later
+    transactions write it again). All off by default, so the other callers' derandomized draws
+    do not move."""
     sources = SOURCES[: draw(st.integers(1, 2))]
     specs = [
         _table_spec(draw, f"T{index}", typed) for index in range(1, draw(st.integers(1, 3)) + 1)
@@ -682,7 +686,14 @@ def workloads(
             live = [s for s in specs if (database, s.name) not in dropped]
             writing = live if live and not (dropped and _chance(draw, 4)) else specs
         writer = _TransactionWriter(draw, database, transaction_id, writing, working, extras)
-        if outcome == "ddl" and drop_tables and database in sources and draw(st.booleans()):
+        gone = [s for s in specs if (database, s.name) in dropped]
+        # (create_tables first: without it, nothing more is drawn.)
+        if create_tables and gone and outcome == "ddl" and database in sources and _chance(draw, 3):
+            spec = draw(st.sampled_from(gone))
+            writer.lcrs.append(_create_table(database, transaction_id, spec))
+            dropped.discard((database, spec.name))  # created again, empty
+            working[(database, spec.name)] = {}
+        elif outcome == "ddl" and drop_tables and database in sources and draw(st.booleans()):
             spec = draw(st.sampled_from(specs))  # sometimes one dropped before: 00942
             writer.lcrs.append(
                 {
@@ -951,6 +962,26 @@ def _column_ddl(
         "object_name": spec.name,
         "object_type": "TABLE",
         "ddl_text": f"ALTER TABLE {OWNER}.{spec.name} {statement}",
+    }
+
+
+def _create_table(database: str, transaction_id: str, spec: _TableSpec) -> Lcr:
+    """D20: a CREATE TABLE of the source table ``spec`` (its columns and primary key)."""
+    document = spec.document
+    parts = [
+        f"{c['name']} {c['type']}" + ("" if c.get("nullable", True) else " NOT NULL")
+        for c in document["columns"]
+    ]
+    if document.get("primary_key"):
+        parts.append(f"PRIMARY KEY ({', '.join(document['primary_key'])})")
+    return {
+        "source_database_name": database,
+        "command_type": "CREATE TABLE",
+        "transaction_id": transaction_id,
+        "object_owner": OWNER,
+        "object_name": spec.name,
+        "object_type": "TABLE",
+        "ddl_text": f"CREATE TABLE {OWNER}.{spec.name} ({', '.join(parts)})",
     }
 
 

@@ -271,6 +271,19 @@ def test_engine_matches_the_reference_with_rule_transformations(
     run_and_compare(spark, catalog, tmp_path, batch, batches=1)
 
 
+# Seed 5: two workloads drop a table, then create it again (D20: empty, with the columns of
+# the CREATE TABLE), and write it after.
+@pytest.mark.slow  # each DDL is a cycle of its own
+def test_engine_matches_the_reference_when_a_dropped_table_is_created_again(
+    spark: SparkSession, catalog: Catalog, tmp_path: Path
+) -> None:
+    strategy = workloads(disable_on_error=False, drop_tables=True, create_tables=True)
+    batch = drawn(4, strategy, seeded=5)
+    creating = [w for w in batch if any(lcr["command_type"] == "CREATE TABLE" for lcr in w.lcrs)]
+    assert len(creating) >= 2
+    run_and_compare(spark, catalog, tmp_path, sharing_one_apply(creating), batches=1)
+
+
 # Seed 44: two workloads drop tables (one drops its only table); row LCRs of every kind then
 # reach a dropped table (00942), among other errors. Seed 56: three drop tables, one with two
 # 00942s. Seed 57: one drops every table; seven transactions then fail with 00942.
