@@ -341,3 +341,24 @@ def test_constraints_grants_and_comments_are_ignored() -> None:
         "ALTER TABLE HR.EMP MODIFY (NAME NOT NULL)",
     ):
         assert parse_ddl(text, "HR").kind == "IGNORED", text
+
+
+@pytest.mark.parametrize(
+    ("written", "read"),
+    [
+        ("BINARY_FLOAT", "BINARY_FLOAT"),  # sqlglot reads FLOAT, which is a NUMBER
+        ("BINARY_DOUBLE", "BINARY_DOUBLE"),
+        ("TIMESTAMP(6) WITH LOCAL TIME ZONE", "TIMESTAMP WITH LOCAL TIME ZONE"),
+        ("INTERVAL DAY(2) TO SECOND(6)", "INTERVAL DAY TO SECOND"),  # sqlglot cannot parse
+        ("INTERVAL YEAR(4) TO MONTH", "INTERVAL YEAR TO MONTH"),
+        ("LONG RAW", "LONG RAW"),
+        ("FLOAT", "NUMBER"),
+        ("VARCHAR2(12) DEFAULT 'BINARY_FLOAT'", "VARCHAR2(12)"),  # a literal stays a literal
+    ],
+)
+def test_every_oracle_type_of_a_ddl_is_read_as_oracle_means_it(written: str, read: str) -> None:
+    added = parse_ddl(f"ALTER TABLE SHOP.ITEM ADD (C {written})", "SHOP").added[0]
+    assert str(added.column.oracle_type) == read
+    created = parse_ddl(f"CREATE TABLE SHOP.ITEM (ID NUMBER(3), C {written})", "SHOP").created
+    assert created is not None
+    assert str(created.column("C").oracle_type) == read

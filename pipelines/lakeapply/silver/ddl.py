@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import sqlglot
-from sqlglot import exp
+from sqlglot import TokenType, exp
 from sqlglot.errors import ParseError, TokenError
 
 from lakeapply.contract.oracle_types import OracleType, TypeFamily, parse_oracle_type
@@ -107,10 +107,72 @@ def _table_name(table: exp.Table, default_owner: str | None) -> tuple[str | None
     return owner, _name(table.this)
 
 
+# Oracle types sqlglot's Oracle dialect misreads (BINARY_FLOAT as FLOAT, which is a NUMBER;
+# BINARY_DOUBLE as DOUBLE PRECISION; TIMESTAMP WITH LOCAL TIME ZONE as TIMESTAMPLTZ) or cannot
+# parse (LONG RAW; INTERVAL with precisions): before parsing, each such type's tokens are
+# replaced by a stand-in type name, read back here as the Oracle type (precisions of TIMESTAMP
+# and INTERVAL do not change a stored value: the type model has none).
+_STAND_INS = {
+    "LAKEAPPLY_BINARY_FLOAT": "BINARY_FLOAT",
+    "LAKEAPPLY_BINARY_DOUBLE": "BINARY_DOUBLE",
+    "LAKEAPPLY_LONG_RAW": "LONG RAW",
+    "LAKEAPPLY_INTERVAL_DAY_TO_SECOND": "INTERVAL DAY TO SECOND",
+    "LAKEAPPLY_INTERVAL_YEAR_TO_MONTH": "INTERVAL YEAR TO MONTH",
+    "LAKEAPPLY_TIMESTAMP_WITH_TIME_ZONE": "TIMESTAMP WITH TIME ZONE",
+    "LAKEAPPLY_TIMESTAMP_WITH_LOCAL_TIME_ZONE": "TIMESTAMP WITH LOCAL TIME ZONE",
+}
+_STAND_IN_OF = {oracle: stand_in for stand_in, oracle in _STAND_INS.items()}
+_TEMPORAL_WORDS = {"DAY", "YEAR", "TO", "SECOND", "MONTH", "WITH", "LOCAL", "TIME", "ZONE"}
+
+
+def _stand_in_at(tokens: list[Any], at: int) -> tuple[str, int] | None:
+    """The stand-in of the type whose first token is ``tokens[at]`` and the index of its last
+    token; None when sqlglot reads that type right."""
+    if tokens[at].token_type == TokenType.STRING:
+        return None
+    word = tokens[at].text.upper()
+    if word in ("BINARY_FLOAT", "BINARY_DOUBLE"):
+        return _STAND_IN_OF[word], at
+    following = tokens[at + 1].text.upper() if at + 1 < len(tokens) else ""
+    if word == "LONG" and following == "RAW":
+        return _STAND_IN_OF["LONG RAW"], at + 1
+    if word not in ("INTERVAL", "TIMESTAMP"):
+        return None
+    words, end = [word], at + 1
+    while end < len(tokens):
+        if tokens[end].token_type == TokenType.L_PAREN:  # a precision: ( n )
+            while end < len(tokens) and tokens[end].token_type != TokenType.R_PAREN:
+                end += 1
+        elif tokens[end].text.upper() in _TEMPORAL_WORDS:
+            words.append(tokens[end].text.upper())
+        else:
+            break
+        end += 1
+    stand_in = _STAND_IN_OF.get(" ".join(words))
+    return (stand_in, end - 1) if stand_in is not None else None
+
+
+def _with_stand_ins(sql: str) -> str:
+    """``sql`` with each type sqlglot misreads replaced by its stand-in (see ``_STAND_INS``)."""
+    tokens = sqlglot.tokenize(sql, read="oracle")
+    pieces: list[str] = []
+    copied = index = 0
+    while index < len(tokens):
+        found = _stand_in_at(tokens, index)
+        if found is None:
+            index += 1
+            continue
+        stand_in, last = found
+        pieces += [sql[copied : tokens[index].start], stand_in]
+        copied, index = tokens[last].end + 1, last + 1
+    return "".join([*pieces, sql[copied:]])
+
+
 def _oracle_type(kind: exp.DataType | None, column: str, text: str) -> OracleType:
     if kind is None:
         raise DdlError(INVALID_STATEMENT, f"column {column} has no data type in: {text}")
     type_text = kind.sql(dialect="oracle")
+    type_text = _STAND_INS.get(type_text.upper(), type_text)
     try:
         return parse_oracle_type(type_text)
     except ConfigurationError as error:
@@ -168,7 +230,7 @@ def _column_defs(inner: str, text: str) -> list[exp.ColumnDef]:
 
 def _parse(sql: str, text: str) -> exp.Expression:
     try:
-        parsed = sqlglot.parse_one(sql, read="oracle")
+        parsed = sqlglot.parse_one(_with_stand_ins(sql), read="oracle")
     except (ParseError, TokenError) as error:
         first = str(error).splitlines()[0]
         raise DdlError(INVALID_STATEMENT, f"cannot parse DDL ({first}): {text}") from None
