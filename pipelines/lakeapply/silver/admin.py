@@ -51,6 +51,8 @@ from lakeapply.silver.settings import (
     CommitSerialization,
     ConflictResolution,
     DestinationTable,
+    DmlHandler,
+    DmlOperation,
     ObjectDependency,
     TransformationKind,
     UpdateConflictHandler,
@@ -83,6 +85,7 @@ __all__ = [
     "publish_settings",
     "remove_rule",
     "remove_transformation",
+    "set_dml_handler",
     "set_global_instantiation_scn",
     "set_key_columns",
     "set_parameter",
@@ -264,6 +267,7 @@ def _apply_level_rows(settings: ApplySettings) -> dict[str, list[tuple[Any, ...]
         dictionary.CONFLICT_COLUMNS: [],
         dictionary.COMPARE_OLD_VALUES: [],
         dictionary.TRANSFORMATIONS: [],
+        dictionary.DML_HANDLERS: [],
         dictionary.RULES: [
             (
                 name,
@@ -329,6 +333,17 @@ def _table_rows(apply_name: str, table: DestinationTable) -> dict[str, list[tupl
                 step.data_type if step.kind is TransformationKind.ADD_COLUMN else None,
             )
             for number, step in enumerate(table.transformations, start=1)
+        ],
+        dictionary.DML_HANDLERS: [
+            (
+                *source,
+                handler.operation.value,
+                handler.handler_type,
+                handler.user_procedure,
+                handler.handler_name,
+                handler.statement,
+            )
+            for handler in table.dml_handlers
         ],
     }
 
@@ -461,6 +476,7 @@ def load_settings(spark: SparkSession, catalog: Catalog, apply_name: str) -> App
         dictionary.CONFLICT_COLUMNS,
         dictionary.COMPARE_OLD_VALUES,
         dictionary.TRANSFORMATIONS,
+        dictionary.DML_HANDLERS,
         dictionary.DESTINATION_TABLES,
         dictionary.RULES,
         dictionary.VIRTUAL_DEPENDENCIES,
@@ -556,6 +572,16 @@ def _destination_tables(
                 ),
             )
         )
+    dml_handlers: dict[Any, list[DmlHandler]] = {}
+    for row in fetched[dictionary.DML_HANDLERS]:
+        dml_handlers.setdefault(_source_key(row), []).append(
+            DmlHandler(
+                DmlOperation(row["operation_name"]),
+                user_procedure=row["user_procedure"],
+                statement=row["statement"],
+                handler_name=row["handler_name"],
+            )
+        )
     tables = []
     for row in fetched[dictionary.DESTINATION_TABLES]:
         key = _source_key(row)
@@ -579,6 +605,9 @@ def _destination_tables(
                 ),
                 transformations=tuple(
                     step for _, step in sorted(steps.get(key, []), key=lambda item: item[0])
+                ),
+                dml_handlers=tuple(
+                    sorted(dml_handlers.get(key, []), key=lambda h: h.operation.value)
                 ),
             )
         )
@@ -918,6 +947,46 @@ def set_update_conflict_handler(
         _with_table(settings, replace(table, update_conflict_handlers=handlers)),
         settings,
     )
+
+
+def set_dml_handler(
+    spark: SparkSession,
+    catalog: Catalog,
+    apply_name: str,
+    source_database: str,
+    object_name: str,
+    operation_name: str,
+    user_procedure: str | None = None,
+    statement: str | None = None,
+    handler_name: str | None = None,
+) -> None:
+    """SET_DML_HANDLER: the handler of one operation of a table (replacing the one it had);
+    neither ``user_procedure`` nor ``statement`` removes it."""
+    procedure = "SET_DML_HANDLER"
+    settings = load_settings(spark, catalog, apply_name)
+    table = _find_table(settings, source_database, object_name, procedure)
+    try:
+        operation = DmlOperation(operation_name.strip().upper())
+    except ValueError:
+        choices = [member.value for member in DmlOperation]
+        raise _fail(
+            settings.apply_name,
+            procedure,
+            f"unknown operation {operation_name!r} (one of {choices})",
+        ) from None
+    others = tuple(h for h in table.dml_handlers if h.operation is not operation)
+    if user_procedure is None and statement is None:
+        if len(others) == len(table.dml_handlers):
+            raise _fail(
+                settings.apply_name,
+                procedure,
+                f"no DML handler for {operation.value} on {object_name}",
+            )
+        handlers = others
+    else:
+        added = DmlHandler(operation, user_procedure, statement, handler_name)
+        handlers = tuple(sorted((*others, added), key=lambda h: h.operation.value))
+    _publish(spark, catalog, _with_table(settings, replace(table, dml_handlers=handlers)), settings)
 
 
 RULE_SETS = ("POSITIVE", "NEGATIVE")

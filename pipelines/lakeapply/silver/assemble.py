@@ -7,6 +7,7 @@
 * DDL barriers (rule 10, ``silver/ddl_apply.py``): the cycle is cut before a DDL transaction.
 * Route the committed row LCRs (rules 2-3: positive and negative rules, subset rules, rule and
   table transformations, ``routed_row_lcrs``) and number them in apply order (rule 4).
+* DML handlers (``silver/dml_handlers.py``) replace the LCRs they handle with what they return.
 * Stage each row LCR (``silver/stage.py``: instantiation-SCN discard, keys, conversion, static
   errors) and join it with the destination rows it addresses (``fold_input``), the input of the
   fold passes (``silver/fold_passes.py``).
@@ -35,6 +36,7 @@ from lakeapply.silver.cycle_state import (
     materialize,
 )
 from lakeapply.silver.ddl_apply import ddl_barrier
+from lakeapply.silver.dml_handlers import HANDLER_ERROR, run_dml_handlers
 from lakeapply.silver.keys import (
     KeyBounds,
     key_bounds,
@@ -282,9 +284,14 @@ def stage_row_lcrs(
     """Stage the messages and join them with the destination rows they address: the staged
     LCRs, the fold input, the key bounds of each table with changes and the fold's buckets."""
     spark, catalog, settings, plan = cycle.spark, cycle.catalog, cycle.settings, cycle.plan
+    # DML handlers execute their LCRs in place of the ones they were given (rule 7).
+    executed = run_dml_handlers(
+        messages, settings, (*STAGE_INPUT_COLUMNS, "old_values", "new_values")
+    )
     # Only what the stage and the fold read crosses into Python (not the raw line, not lineage).
-    to_stage = messages.select(
+    to_stage = executed.select(
         *STAGE_INPUT_COLUMNS,
+        HANDLER_ERROR,
         # A NULL column value is data ("value": null), not an absent field.
         F.to_json("old_values", {"ignoreNullFields": "false"}).alias("old_json"),
         F.to_json("new_values", {"ignoreNullFields": "false"}).alias("new_json"),

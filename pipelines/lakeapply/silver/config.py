@@ -30,6 +30,8 @@ from lakeapply.silver.settings import (
     CommitSerialization,
     ConflictResolution,
     DestinationTable,
+    DmlHandler,
+    DmlOperation,
     ObjectDependency,
     TransformationKind,
     UpdateConflictHandler,
@@ -42,6 +44,7 @@ __all__ = [
     "checked_rule",
     "checked_transformation",
     "config_json_schema",
+    "dml_handler_from_dict",
     "load_config",
     "load_landing_formats",
     "rule_from_dict",
@@ -231,6 +234,7 @@ class _Loader:
             ignore_scn=table.get("ignore_scn"),
             uncompared_columns=frozenset(uncompared),
             update_conflict_handlers=tuple(handlers),
+            dml_handlers=tuple(dml_handler_from_dict(h) for h in table.get("dml_handlers", ())),
         )
 
 
@@ -300,6 +304,16 @@ def transformation_to_dict(step: ColumnTransformation) -> dict[str, Any]:
         entry = {"add_column": add}
     entry["value_type"] = step.value_type.value
     return entry
+
+
+def dml_handler_from_dict(entry: Mapping[str, Any]) -> DmlHandler:
+    """One ``dml_handlers`` entry of a table in lakeapply.yml."""
+    return DmlHandler(
+        DmlOperation(entry["operation"]),
+        user_procedure=entry.get("user_procedure"),
+        statement=entry.get("statement"),
+        handler_name=entry.get("handler_name"),
+    )
 
 
 def rule_from_dict(rule: Mapping[str, Any]) -> ApplyRule:

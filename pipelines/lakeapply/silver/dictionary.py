@@ -111,6 +111,18 @@ TRANSFORMATIONS_SCHEMA = _schema(
     ("column_function", S, True),  # ADD COLUMN: the Spark SQL expression
     ("column_type", S, True),  # ADD COLUMN: the LCR data_type of the added value
 )
+DML_HANDLERS = "dml_handlers"  # DBA_APPLY_DML_HANDLERS
+DML_HANDLERS_SCHEMA = _schema(
+    ("apply_name", S, False),
+    ("source_database", S, False),
+    ("object_owner", S, False),
+    ("object_name", S, False),
+    ("operation_name", S, False),  # INSERT | UPDATE | DELETE | LOB_UPDATE | DEFAULT
+    ("handler_type", S, False),  # PROCEDURE HANDLER | STMT HANDLER
+    ("user_procedure", S, True),  # PROCEDURE HANDLER: package.module:function
+    ("handler_name", S, True),  # STMT HANDLER
+    ("statement", S, True),  # STMT HANDLER: Spark SQL over {lcrs}
+)
 RULES = "rules"  # DBA_STREAMS_RULES (an apply process's positive and negative rule sets)
 RULES_SCHEMA = _schema(
     ("apply_name", S, False),
@@ -257,6 +269,7 @@ DICTIONARY_TABLES: dict[str, T.StructType] = {
     CONFLICT_COLUMNS: CONFLICT_COLUMNS_SCHEMA,
     COMPARE_OLD_VALUES: COMPARE_OLD_VALUES_SCHEMA,
     TRANSFORMATIONS: TRANSFORMATIONS_SCHEMA,
+    DML_HANDLERS: DML_HANDLERS_SCHEMA,
     RULES: RULES_SCHEMA,
     VIRTUAL_DEPENDENCIES: VIRTUAL_DEPENDENCIES_SCHEMA,
     CYCLES: CYCLES_SCHEMA,

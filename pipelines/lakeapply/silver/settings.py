@@ -82,6 +82,51 @@ class ColumnTransformation:
     data_type: str = "VARCHAR2"  # ADD COLUMN: the data_type the added value carries
 
 
+class DmlOperation(StrEnum):
+    """The operations a DML handler is set for (SET_DML_HANDLER's operation_name): DEFAULT
+    handles every operation that has no handler of its own."""
+
+    INSERT = "INSERT"
+    UPDATE = "UPDATE"
+    DELETE = "DELETE"
+    LOB_UPDATE = "LOB_UPDATE"
+    DEFAULT = "DEFAULT"
+
+
+# The row LCR command types each operation handles.
+DML_OPERATION_COMMANDS = {
+    DmlOperation.INSERT: ("INSERT",),
+    DmlOperation.UPDATE: ("UPDATE",),
+    DmlOperation.DELETE: ("DELETE",),
+    DmlOperation.LOB_UPDATE: ("LOB WRITE", "LOB TRIM", "LOB ERASE"),
+}
+
+
+@dataclass(frozen=True)
+class DmlHandler:
+    """SET_DML_HANDLER: replaces the default apply of a table's row LCRs of one operation.
+
+    Set-based: the handler gets a DataFrame of those LCRs (the contract's columns) and returns
+    the LCRs to execute in their place, changed or not; an LCR it leaves out is handled without
+    being executed, and an ``error_message`` it sets fails the LCR's transaction (ORA-20000).
+    A procedure handler is a Python callable named ``package.module:function``; a statement
+    handler is a Spark SQL query that reads the LCRs as ``{lcrs}``.
+    """
+
+    operation: DmlOperation
+    user_procedure: str | None = None
+    statement: str | None = None
+    handler_name: str | None = None  # a statement handler's name (DBA_APPLY_DML_HANDLERS)
+
+    @property
+    def handler_type(self) -> str:
+        return "STMT HANDLER" if self.statement is not None else "PROCEDURE HANDLER"
+
+    @property
+    def label(self) -> str:
+        return self.user_procedure or self.handler_name or "statement handler"
+
+
 @dataclass(frozen=True)
 class DestinationTable:
     """One source object applied into one silver table."""
@@ -96,6 +141,7 @@ class DestinationTable:
     uncompared_columns: frozenset[tuple[str, str]] = frozenset()
     update_conflict_handlers: tuple[UpdateConflictHandler, ...] = ()
     transformations: tuple[ColumnTransformation, ...] = ()
+    dml_handlers: tuple[DmlHandler, ...] = ()
     # Dropped by a DROP TABLE DDL (rule 10): its row LCRs are errors (ORA-00942) until a
     # CREATE TABLE makes it again. Set from the table_versions dictionary, never declared.
     dropped: bool = False
@@ -107,6 +153,23 @@ class DestinationTable:
     @cached_property
     def effective_key(self) -> tuple[str, ...]:
         return self.definition.key_columns(self.key_columns)
+
+    def dml_handler_commands(self) -> list[tuple[DmlHandler, tuple[str, ...]]]:
+        """Each DML handler with the command types it handles: an operation's own handler
+        first, DEFAULT for the operations without one."""
+        own = {h.operation: h for h in self.dml_handlers if h.operation is not DmlOperation.DEFAULT}
+        default = next((h for h in self.dml_handlers if h.operation is DmlOperation.DEFAULT), None)
+        handled = [(handler, DML_OPERATION_COMMANDS[op]) for op, handler in own.items()]
+        if default is not None:
+            rest = tuple(
+                command
+                for operation, commands in DML_OPERATION_COMMANDS.items()
+                if operation not in own
+                for command in commands
+            )
+            if rest:
+                handled.append((default, rest))
+        return handled
 
     def handler_for(self, column: str) -> UpdateConflictHandler | None:
         for handler in self.update_conflict_handlers:

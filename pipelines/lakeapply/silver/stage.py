@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from lakeapply.silver.dml_handlers import HANDLER_ERROR, HANDLER_ERROR_NUMBER
 from lakeapply.silver.fold import batch_records, key_text
 from lakeapply.silver.rowops import ApplyRowError, lcr_keys
 from lakeapply.silver.settings import ApplySettings
@@ -46,6 +47,8 @@ def _stage_one(settings: ApplySettings, message: dict[str, Any]) -> tuple[Any, .
         return (False, None, None, *error, None)
     if message["commit_scn"] <= instantiation_scn:
         return (True, None, None, None, None, None)
+    if message.get(HANDLER_ERROR) is not None:  # raised by the table's DML handler
+        return (False, None, None, HANDLER_ERROR_NUMBER, message[HANDLER_ERROR], None)
     lcr = {
         "command_type": message["command_type"],
         "old_values": json.loads(message["old_json"]) if message["old_json"] else None,

@@ -192,6 +192,41 @@ def _validate_tables(settings: ApplySettings, fail: Fail, at: str) -> None:
                     )
                 handled[column] = number
         _check_transformations(table, f"{where}/transformations", fail)
+        _check_dml_handlers(table, f"{where}/dml_handlers", fail)
+
+
+USER_PROCEDURE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*", re.ASCII)
+
+
+def _check_dml_handlers(table: DestinationTable, where: str, fail: Fail) -> None:
+    """One handler per operation (Oracle's procedure DML handlers), each either a callable
+    named ``package.module:function`` or a Spark SQL statement over ``{lcrs}``."""
+    operations: dict[str, int] = {}
+    for number, handler in enumerate(table.dml_handlers):
+        handler_where = f"{where}/{number}"
+        if (handler.user_procedure is None) == (handler.statement is None):
+            raise fail(handler_where, "give exactly one of user_procedure and statement")
+        if handler.user_procedure is not None and not USER_PROCEDURE.fullmatch(
+            handler.user_procedure
+        ):
+            raise fail(
+                f"{handler_where}/user_procedure",
+                f"{handler.user_procedure!r} is not a Python callable named "
+                "package.module:function",
+            )
+        if handler.statement is not None and "{lcrs}" not in handler.statement:
+            raise fail(
+                f"{handler_where}/statement",
+                "the statement must read the LCRs as {lcrs} (e.g. SELECT * FROM {lcrs})",
+            )
+        operation = handler.operation.value
+        if operation in operations:
+            raise fail(
+                f"{handler_where}/operation",
+                f"{table.definition.qualified_name} already has a DML handler for {operation} "
+                f"({where}/{operations[operation]})",
+            )
+        operations[operation] = number
 
 
 def _check_transformations(table: DestinationTable, where: str, fail: Fail) -> None:

@@ -58,7 +58,7 @@ from lakeapply.contract.table_definitions import TableDefinition, table_definiti
 from lakeapply.errors import ConfigurationError, LakeapplyError
 from lakeapply.runtime.catalog import Catalog
 from lakeapply.silver import dictionary
-from lakeapply.silver.config import load_config, transformation_from_dict
+from lakeapply.silver.config import dml_handler_from_dict, load_config, transformation_from_dict
 from lakeapply.silver.cycle_state import CycleReport
 from lakeapply.silver.engine import apply_cycle, delete_errors, execute_errors, run_apply
 from lakeapply.silver.error_queue import ErrorExecution
@@ -162,12 +162,14 @@ def destination(
     update_conflict_handlers: Sequence[HandlerSpec] = (),
     uncompared_columns: Iterable[tuple[str, str]] = (),
     transformations: Sequence[Mapping[str, Any]] = (),
+    dml_handlers: Sequence[Mapping[str, Any]] = (),
 ) -> DestinationTable:
     """A destination table of an apply process (the ``tables`` entries of ``lakeapply.yml``).
 
     ``instantiation_scn`` defaults to 0 (apply everything); ``None`` means not instantiated
     (ORA-26687). Handlers as ``UpdateConflictHandler`` or ``("MAXIMUM", ["SAL"], "SAL")``;
-    transformations as lakeapply.yml writes them (``{"delete_column": "NICKNAME"}``, ...)."""
+    transformations and DML handlers as lakeapply.yml writes them (``{"delete_column":
+    "NICKNAME"}``, ``{"operation": "DELETE", "user_procedure": "pkg.mod:function"}``, ...)."""
     handlers = tuple(
         handler
         if isinstance(handler, UpdateConflictHandler)
@@ -183,6 +185,7 @@ def destination(
         uncompared_columns=frozenset(uncompared_columns),
         update_conflict_handlers=handlers,
         transformations=tuple(transformation_from_dict(step) for step in transformations),
+        dml_handlers=tuple(dml_handler_from_dict(handler) for handler in dml_handlers),
     )
 
 
