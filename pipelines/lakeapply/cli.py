@@ -926,6 +926,42 @@ def set_update_conflict_handler_command(
     )
 
 
+@admin_group.command("set-dml-handler")
+@click.argument("apply_name")
+@click.argument("source_database")
+@click.argument("object_name")
+@click.argument(
+    "operation", type=click.Choice(["INSERT", "UPDATE", "DELETE", "LOB_UPDATE", "DEFAULT"])
+)
+@click.option("--user-procedure", default=None, help="A Python callable, package.module:function.")
+@click.option("--statement", default=None, help="A Spark SQL query over the LCRs, {lcrs}.")
+@click.option("--handler-name", default=None, help="A statement handler's name.")
+@click.pass_obj
+def set_dml_handler_command(
+    obj: CliContext,
+    apply_name: str,
+    source_database: str,
+    object_name: str,
+    operation: str,
+    user_procedure: str | None,
+    statement: str | None,
+    handler_name: str | None,
+) -> None:
+    """SET_DML_HANDLER: the handler of one operation of a table (neither --user-procedure nor
+    --statement: remove it)."""
+    _admin_call(
+        obj,
+        "set_dml_handler",
+        apply_name,
+        source_database,
+        object_name,
+        operation,
+        user_procedure,
+        statement,
+        handler_name,
+    )
+
+
 def _rule_options(function: Any) -> Any:
     for option in reversed(
         (

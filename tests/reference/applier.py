@@ -95,6 +95,16 @@ D19 Rule transformations (a positive rule's ``transformations``): on a row LCR t
     is not a message, like one no table rule routes), and the column steps act as D13's; then
     the destination table's own D13 steps. DDL LCRs are not transformed.
 
+D21 DML handlers (a table's ``dml_handlers``): a row LCR that passed D2, D13/D19, rule 3 (not
+    discarded, an instantiation SCN exists) and whose table is not dropped goes to the handler
+    of its operation (INSERT, UPDATE, DELETE; LOB WRITE/TRIM/ERASE are LOB_UPDATE), else to the
+    table's DEFAULT handler, by its registered name (``dml_handlers.py``: this module's own
+    row versions). What the handler returns is applied in the LCR's place; None applies
+    nothing (the transaction goes on); an ``error_message`` makes the transaction an error
+    transaction failing at that message with ORA-20000. The transaction's messages stay the
+    LCRs as they were before the handler. Dependencies (D15, D17) are those of the LCRs before
+    the handler.
+
 Late input is not modelled: the reference applies one arrival sequence at once, so a COMMIT that
 lands before some of its LCRs simply groups with them, and no watermark is passed before a COMMIT
 arrives. The engine's handling of input that arrives after a cycle processed its point (late LCRs,
@@ -186,6 +196,7 @@ from .config import (
     definition_from_document,
 )
 from .config import column_type as kinds_column_type
+from .dml_handlers import ROW_HANDLERS
 
 ROW_COMMANDS = ("INSERT", "UPDATE", "DELETE")
 LOB_COMMANDS = ("LOB WRITE", "LOB ERASE", "LOB TRIM")
@@ -883,7 +894,9 @@ def _apply_transaction(
                 continue
             if table.dropped:
                 raise _no_such_table(table)
-            _apply_row_lcr(table, staged[table.silver_table], lcr)
+            executed = _handled(table, lcr)  # D21: the table's DML handler, if any
+            if executed is not None:
+                _apply_row_lcr(table, staged[table.silver_table], executed)
             applied += 1
         except ApplyRowError as error:
             # Rule 8: the first failing LCR makes the whole transaction an error transaction.
@@ -924,6 +937,20 @@ def _apply_transaction(
         settings=settings,
         ignored=ignored,
     )
+
+
+def _handled(table: Destination, lcr: dict[str, Any]) -> dict[str, Any] | None:
+    """D21: the LCR to execute in place of ``lcr``, None when its handler executes nothing."""
+    handler = table.dml_handler(lcr["command_type"])
+    if handler is None:
+        return lcr
+    procedure = handler.get("user_procedure")
+    if procedure not in ROW_HANDLERS:
+        raise ValueError(f"the reference has no row version of DML handler {handler}")  # D12
+    executed = ROW_HANDLERS[procedure](dict(lcr))
+    if executed is not None and executed.get("error_message") is not None:
+        raise _ora(20000, str(executed["error_message"]))
+    return executed
 
 
 def _no_such_table(table: Destination) -> ApplyRowError:

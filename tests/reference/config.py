@@ -167,6 +167,8 @@ class Destination:
     handlers: tuple[ConflictHandler, ...] = ()
     # Declarative transformations, as lakeapply.yml writes them ({"delete_column": "X"}, ...).
     transformations: tuple[Mapping[str, Any], ...] = ()
+    # DML handlers, as lakeapply.yml writes them ({"operation": "DELETE", "user_procedure": ...}).
+    dml_handlers: tuple[Mapping[str, Any], ...] = ()
     dropped: bool = False  # D18: a DROP TABLE applied; its rows and silver table are gone
 
     @property
@@ -185,6 +187,12 @@ class Destination:
         if usable:
             return min(usable)[2]
         return tuple(c.name for c in self.definition.columns if c.kind not in LOB_KINDS)
+
+    def dml_handler(self, command_type: str) -> Mapping[str, Any] | None:
+        """D21: the handler of the LCR's operation, else the DEFAULT one."""
+        operation = "LOB_UPDATE" if command_type.startswith("LOB ") else command_type
+        handlers = {handler["operation"]: handler for handler in self.dml_handlers}
+        return handlers.get(operation, handlers.get("DEFAULT"))
 
     def handler_for(self, column: str) -> ConflictHandler | None:
         return next((h for h in self.handlers if column in h.columns), None)
@@ -431,6 +439,7 @@ def _destination(
             for h in table.get("update_conflict_handlers", ())
         ),
         transformations=tuple(table.get("transformations", ())),
+        dml_handlers=tuple(table.get("dml_handlers", ())),
     )
 
 

@@ -2249,6 +2249,142 @@ def test_workloads_with_rule_transformations_rename_tables_and_schemas_and_delet
 
 
 # ---------------------------------------------------------------------------------------------
+# Rule 7: DML handlers (D21)
+# ---------------------------------------------------------------------------------------------
+
+HANDLERS = "tests.silver.dml_handler_examples"
+LEDGER = definition_from_document(
+    {
+        "owner": "APP",
+        "name": "LEDGER",
+        "columns": [
+            {"name": "ID", "type": "NUMBER(6)"},
+            {"name": "AMOUNT", "type": "NUMBER(8,2)"},
+            {"name": "NOTE", "type": "VARCHAR2(4)"},
+        ],
+        "primary_key": ["ID"],
+    },
+)
+ENTRY = {"ID": "1", "AMOUNT": "5", "NOTE": "a"}
+NEGATIVE = {"ID": "2", "AMOUNT": "-3"}
+
+
+def handled(*handlers: tuple[str, str], **kwargs: Any) -> Destination:
+    return destination(
+        LEDGER,
+        dml_handlers=tuple(
+            {"operation": operation, "user_procedure": f"{HANDLERS}:{function}"}
+            for operation, function in handlers
+        ),
+        **kwargs,
+    )
+
+
+def ledger(result: ReferenceResult) -> dict[tuple[Any, ...], dict[str, Any]]:
+    return result.tables["ledger"]
+
+
+def test_an_lcr_a_dml_handler_leaves_out_is_not_executed_and_its_transaction_goes_on() -> None:
+    settings = apply_settings(handled(("DELETE", "ignore")))
+    result = reference_apply(
+        settings,
+        [
+            insert("1.1.1", 100, ENTRY, table=LEDGER),
+            commit("1.1.1", 101),
+            delete("1.2.1", 110, ENTRY, table=LEDGER),
+            insert("1.2.1", 111, {"ID": "3"}, table=LEDGER),
+            commit("1.2.1", 112),
+        ],
+    )
+    assert result.errors == []
+    assert sorted(ledger(result)) == [(Decimal(1),), (Decimal(3),)]
+    assert result.applied_transactions == [(DB, "1.1.1"), (DB, "1.2.1")]
+
+
+def test_a_dml_handler_error_fails_its_transaction_at_that_message_with_ora_20000() -> None:
+    settings = apply_settings(
+        handled(("DEFAULT", "refuse_negative_amounts")), disable_on_error=False
+    )
+    result = reference_apply(
+        settings,
+        [
+            insert("1.1.1", 100, ENTRY, table=LEDGER),
+            insert("1.1.1", 101, NEGATIVE, table=LEDGER),
+            commit("1.1.1", 102),
+        ],
+    )
+    error = only_error(result)
+    assert (error.error_number, error.message_number, error.message_count) == (20000, 2, 2)
+    assert error.error_message == "ORA-20000: negative AMOUNT -3"
+    assert ledger(result) == {}
+
+
+def test_an_operations_own_handler_wins_over_default_and_its_lcr_is_what_is_executed() -> None:
+    settings = apply_settings(
+        handled(("UPDATE", "note_handled"), ("DEFAULT", "ignore")), disable_on_error=False
+    )
+    result = reference_apply(
+        settings,
+        [
+            insert("1.1.1", 100, {"ID": "2"}, table=LEDGER),  # DEFAULT: ignored
+            update("1.1.1", 101, ENTRY, {"AMOUNT": "6"}, table=LEDGER),
+            delete("1.1.1", 102, {"ID": "7"}, table=LEDGER),  # ignored: no 26787
+            commit("1.1.1", 103),
+        ],
+        initial_rows={"ledger": [ENTRY]},
+    )
+    assert result.errors == []
+    assert ledger(result) == {
+        (Decimal(1),): {"ID": Decimal(1), "AMOUNT": Decimal("6.00"), "NOTE": "H"}
+    }
+
+
+def test_a_dml_handler_never_sees_lcrs_below_the_instantiation_scn() -> None:
+    settings = apply_settings(
+        handled(("DEFAULT", "refuse_negative_amounts"), instantiation_scn=105),
+        disable_on_error=False,
+    )
+    result = reference_apply(
+        settings, [insert("1.1.1", 100, NEGATIVE, table=LEDGER), commit("1.1.1", 101)]
+    )
+    assert result.errors == []
+    assert result.outcomes[(DB, "1.1.1")] == (101, "DISCARDED")
+
+
+def test_workloads_with_dml_handlers_draw_every_combination_and_their_errors() -> None:
+    drawn: dict[str, int] = {}
+    refused = 0
+
+    @hypothesis_settings(
+        max_examples=60,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(workloads(dml_handlers=True, disable_on_error=False))
+    def check(workload: Workload) -> None:
+        nonlocal refused
+        settings = apply_process_from_config(workload.process, workload.definitions)
+        result = reference_apply(settings, workload.lcrs, workload.initial)
+        refused += sum(error.error_number == 20000 for error in result.errors)
+        for table in workload.process["tables"]:
+            for handler in table.get("dml_handlers", ()):
+                name = f"{handler['operation']}:{handler['user_procedure'].rpartition(':')[2]}"
+                drawn[name] = drawn.get(name, 0) + 1
+
+    check()
+    assert set(drawn) == {
+        "DELETE:ignore",
+        "DEFAULT:refuse_negative_amounts",
+        "UPDATE:note_handled",
+        "INSERT:refuse_negative_amounts",
+        "DEFAULT:ignore",
+    }, drawn
+    assert refused >= 3, refused
+
+
+# ---------------------------------------------------------------------------------------------
 # Rule 10: CREATE TABLE (D20)
 # ---------------------------------------------------------------------------------------------
 

@@ -24,6 +24,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from .dml_handlers import EXAMPLES
+
 Lcr = dict[str, Any]
 SourceRow = dict[str, Any]  # column -> raw LCR value
 # (source database, table name) -> source primary key (ID) -> row
@@ -619,6 +621,7 @@ def workloads(
     drop_tables: bool = False,
     rule_transformations: bool = False,
     create_tables: bool = False,
+    dml_handlers: bool = False,
 ) -> Workload:
     """One differential-test workload. ``disable_on_error`` fixes that parameter (None: drawn);
     ``typed`` adds columns of every contract type to the tables, a few per table;
@@ -636,7 +639,9 @@ def workloads(
     renamed to one without destinations, or a column deleted), drawn last; ``create_tables``
     (with ``drop_tables``) makes a third of the DDL transactions, once a table was dropped, a
     ``CREATE TABLE`` of a dropped one (D20: its destination made again, empty; later
-    transactions write it again). All off by default, so the other callers' derandomized draws
+    transactions write it again); ``dml_handlers`` gives each table one of the example DML
+    handlers' combinations (D21: deletes ignored, negative amounts refused, NOTE set by an
+    UPDATE handler, inserts checked with the rest ignored), drawn last. All off by default, so the other callers' derandomized draws
     do not move."""
     sources = SOURCES[: draw(st.integers(1, 2))]
     specs = [
@@ -879,7 +884,25 @@ def workloads(
     lcrs = _redelivered(draw, list(lcrs), transactions)
     if virtual_dependencies:
         process["virtual_dependencies"] = _virtual_dependencies(draw, specs)
+    if dml_handlers:
+        for table in tables:
+            chosen = draw(st.sampled_from(DML_HANDLER_CHOICES))
+            if chosen:
+                table["dml_handlers"] = [dict(handler) for handler in chosen]
     return Workload(process, definitions, lcrs, initial_rows)
+
+
+def _example(operation: str, function: str) -> dict[str, str]:
+    return {"operation": operation, "user_procedure": f"{EXAMPLES}:{function}"}
+
+
+DML_HANDLER_CHOICES: tuple[tuple[dict[str, str], ...], ...] = (
+    (),
+    (_example("DELETE", "ignore"),),
+    (_example("DEFAULT", "refuse_negative_amounts"),),
+    (_example("UPDATE", "note_handled"),),
+    (_example("INSERT", "refuse_negative_amounts"), _example("DEFAULT", "ignore")),
+)
 
 
 def _virtual_dependencies(draw: st.DrawFn, specs: list[_TableSpec]) -> dict[str, Any]:

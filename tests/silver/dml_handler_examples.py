@@ -26,11 +26,11 @@ def ignore(lcrs: DataFrame) -> DataFrame:
 
 def refuse_negative_amounts(lcrs: DataFrame) -> DataFrame:
     """An LCR setting AMOUNT below zero raises an error; the others execute unchanged."""
-    amount = F.filter("new_values", lambda v: v["column_name"] == "AMOUNT")[0]["value"]
+    amount = F.get(F.filter("new_values", lambda v: v["column_name"] == "AMOUNT"), 0)["value"]
     return lcrs.withColumn(
         "error_message",
         F.when(
-            amount.cast("decimal(38,10)") < 0,
+            amount.try_cast("decimal(38,10)") < 0,  # not a number: the apply reports it
             F.concat(F.lit("negative AMOUNT "), amount),
         ),
     )
@@ -39,6 +39,22 @@ def refuse_negative_amounts(lcrs: DataFrame) -> DataFrame:
 def refuse_everything(lcrs: DataFrame) -> DataFrame:
     """Every LCR raises an error."""
     return lcrs.withColumn("error_message", F.lit("refused"))
+
+
+def note_handled(lcrs: DataFrame) -> DataFrame:
+    """NOTE set to 'H' in the new values (added when the LCR has none for it)."""
+    note = F.struct(
+        F.lit("NOTE").alias("column_name"),
+        F.lit("VARCHAR2").alias("data_type"),
+        F.lit("H").alias("value"),
+    )
+    kept = F.filter("new_values", lambda v: v["column_name"] != "NOTE")
+    return lcrs.withColumn(
+        "new_values",
+        F.when(F.col("new_values").isNull(), F.col("new_values")).otherwise(
+            F.concat(kept, F.array(note))
+        ),
+    )
 
 
 def without_old_values(lcrs: DataFrame) -> DataFrame:

@@ -143,6 +143,19 @@ def _processed_transactions(cycle: Cycle, inputs: CycleInput, fold: FoldOutcome)
         F.count(F.lit(1)).alias("message_count"),
         F.count(F.when(F.col("discarded"), 1)).alias("discarded"),
     )
+    if any(table.dml_handlers for table in settings.tables):
+        # An LCR a DML handler left out was not staged, but it is a message of its transaction
+        # (and was not discarded): count the messages as routed.
+        # (materialized: the messages share their lineage with ``committed``, joined below)
+        message_counts = message_counts.drop("message_count").join(
+            materialize(
+                inputs.messages.groupBy("source_database_name", "transaction_id").agg(
+                    F.count(F.lit(1)).alias("message_count")
+                )
+            ),
+            ["source_database_name", "transaction_id"],
+            "right",
+        )
     ddl_counts = (
         inputs.lcrs.where(F.col("lcr_kind") == "DDL")
         .where(passes_rules(settings))

@@ -1,0 +1,45 @@
+"""D21: the reference's own row-at-a-time versions of the DML handlers the tests register by
+name (``tests.silver.dml_handler_examples``, which the engine calls on DataFrames). Each takes
+one row LCR and returns the LCR to execute instead, None (handled, not executed), or the LCR
+with ``error_message`` set (the handler raises)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+Lcr = dict[str, Any]
+EXAMPLES = "tests.silver.dml_handler_examples"
+
+
+def _ignore(lcr: Lcr) -> Lcr | None:
+    return None
+
+
+def _refuse_negative_amounts(lcr: Lcr) -> Lcr | None:
+    amounts = [v["value"] for v in lcr.get("new_values") or () if v["column_name"] == "AMOUNT"]
+    if not amounts or amounts[0] is None:
+        return lcr
+    try:
+        negative = Decimal(str(amounts[0]).strip()) < 0
+    except InvalidOperation:  # not a number: the apply's conversion reports it
+        return lcr
+    return {**lcr, "error_message": f"negative AMOUNT {amounts[0]}"} if negative else lcr
+
+
+def _note_handled(lcr: Lcr) -> Lcr | None:
+    if lcr.get("new_values") is None:
+        return lcr
+    kept = [v for v in lcr["new_values"] if v["column_name"] != "NOTE"]
+    return {
+        **lcr,
+        "new_values": [*kept, {"column_name": "NOTE", "data_type": "VARCHAR2", "value": "H"}],
+    }
+
+
+ROW_HANDLERS: dict[str, Callable[[Lcr], Lcr | None]] = {
+    f"{EXAMPLES}:ignore": _ignore,
+    f"{EXAMPLES}:refuse_negative_amounts": _refuse_negative_amounts,
+    f"{EXAMPLES}:note_handled": _note_handled,
+}
