@@ -27,6 +27,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, tuple[Any, ...]]]:
         "set_value_dependency",
         "create_object_dependency",
         "drop_object_dependency",
+        "set_dml_handler",
     ):
         monkeypatch.setattr(admin, name, lambda *args, _name=name: seen.append((_name, args[2:])))
     return seen
@@ -169,3 +170,22 @@ def test_set_value_dependency_wants_columns_or_remove(calls: list[Any]) -> None:
         assert result.exit_code == 2
         assert "give COLUMNS, or --remove without them" in result.output
     assert calls == []
+
+
+def test_set_dml_handler_passes_a_procedure_or_a_statement_and_removes_with_neither(
+    calls: list[Any],
+) -> None:
+    _invoke("set-dml-handler", "APPLY_X", "ORCL", "HR.EMP", "DELETE", "--user-procedure", "h.m:f")
+    _invoke(
+        "set-dml-handler", "APPLY_X", "ORCL", "HR.EMP", "INSERT",
+        "--statement", "SELECT * FROM {lcrs}", "--handler-name", "ALL",
+    )  # fmt: skip
+    _invoke("set-dml-handler", "APPLY_X", "ORCL", "HR.EMP", "DELETE")
+    assert calls == [
+        ("set_dml_handler", ("APPLY_X", "ORCL", "HR.EMP", "DELETE", "h.m:f", None, None)),
+        (
+            "set_dml_handler",
+            ("APPLY_X", "ORCL", "HR.EMP", "INSERT", None, "SELECT * FROM {lcrs}", "ALL"),
+        ),
+        ("set_dml_handler", ("APPLY_X", "ORCL", "HR.EMP", "DELETE", None, None, None)),
+    ]

@@ -348,6 +348,30 @@ def test_a_transformation_must_produce_a_destination_column(tmp_path: Path) -> N
     )
 
 
+def test_dml_handlers_load_as_procedures_or_statements(tmp_path: Path) -> None:
+    handlers = [
+        {"operation": "DELETE", "user_procedure": "uni.handlers:soft_delete"},
+        {"operation": "INSERT", "statement": "SELECT * FROM {lcrs}", "handler_name": "ALL"},
+    ]
+    (settings,) = _load(tmp_path, _process(tables=[_table(dml_handlers=handlers)]))
+    assert [
+        (h.operation.value, h.handler_type, h.label) for h in settings.tables[0].dml_handlers
+    ] == [
+        ("DELETE", "PROCEDURE HANDLER", "uni.handlers:soft_delete"),
+        ("INSERT", "STMT HANDLER", "ALL"),
+    ]
+
+
+def test_a_dml_handler_is_a_procedure_or_a_statement_not_both(tmp_path: Path) -> None:
+    both = {"operation": "DELETE", "user_procedure": "a.b:c", "statement": "SELECT * FROM {lcrs}"}
+    _fails(
+        tmp_path,
+        "apply_processes/0/tables/0/dml_handlers/0",
+        ".*is valid under each of",
+        _process(tables=[_table(dml_handlers=[both])]),
+    )
+
+
 def test_rule_sets_load_with_the_negative_and_positive_rules_in_order(tmp_path: Path) -> None:
     rules = {
         "negative": [{"source_database": "ORCL", "schema": "US03", "table": "AUDIT"}],
