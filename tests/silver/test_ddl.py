@@ -96,6 +96,37 @@ def test_rename_widen_and_drop_column_change_the_destination_and_later_lcrs_foll
     assert rows == [(1, 10.0, None), (2, 123456.5, "hello")]
 
 
+def test_rename_to_makes_the_destination_follow_the_new_name_unless_it_is_taken(
+    spark: SparkSession, lakeapply: LakeapplyHarness
+) -> None:
+    ledger = table_definition("BANK.LEDGER", {"ID": "NUMBER(6)"}, primary_key=["ID"])
+    lakeapply.configure(apply_settings(ACCOUNT, ledger, disable_on_error=False))
+
+    def rename(transaction_id: str, to: str) -> Any:
+        ddl = f"ALTER TABLE BANK.ACCOUNT RENAME TO {to}"
+        return lakeapply.txn(transaction_id=transaction_id).ddl("BANK.ACCOUNT", ddl).commit()
+
+    lakeapply.run(
+        lakeapply.txn(transaction_id="1.1.1").insert("BANK.ACCOUNT", ID=1, BALANCE=10).commit(),
+        rename("1.1.2", "LEDGER"),  # another destination's name: ORA-00955
+        rename("1.1.3", "ACCOUNTS"),
+        lakeapply.txn(transaction_id="1.1.4").insert("BANK.ACCOUNTS", ID=2, BALANCE=5).commit(),
+        # The old name names no destination any more: not routed, like an unmapped table.
+        lakeapply.txn(transaction_id="1.1.5").insert("BANK.ACCOUNT", ID=3, BALANCE=1).commit(),
+    )
+
+    assert _rows(lakeapply) == [(5, 2), (10, 1)]
+    errors = lakeapply.error_queue().collect()
+    assert [(e.source_transaction_id, e.error_number) for e in errors] == [("1.1.2", 955)]
+    assert _outcomes(lakeapply)[2:] == [
+        ("1.1.3", "APPLIED"),
+        ("1.1.4", "APPLIED"),
+        ("1.1.5", "APPLIED"),
+    ]
+    versions = lakeapply._apply_table(dictionary.TABLE_VERSIONS).collect()
+    assert ['"name": "ACCOUNTS"' in v.definition_json for v in versions] == [True]
+
+
 def test_modify_shortens_a_character_column_only_when_every_value_fits(
     spark: SparkSession, lakeapply: LakeapplyHarness
 ) -> None:

@@ -75,11 +75,10 @@ STAGE_INPUT_COLUMNS = (
 
 
 def routing_frame(spark: SparkSession, settings: ApplySettings) -> DataFrame:
+    # One destination per source object (a dropped table's name may be a live one's again).
+    routed = {t.source_object: settings.table_for(*t.source_object) for t in settings.tables}
     return spark.createDataFrame(
-        [
-            (t.source_database, t.definition.owner, t.definition.name, t.silver_table)
-            for t in settings.tables
-        ],
+        [(*source, t.silver_table) for source, t in routed.items() if t is not None],
         "source_database_name string, object_owner string, object_name string, silver_table string",
     )
 
@@ -284,7 +283,10 @@ def stage_row_lcrs(
     """Stage the messages and join them with the destination rows they address: the staged
     LCRs, the fold input, the key bounds of each table with changes and the fold's buckets."""
     spark, catalog, settings, plan = cycle.spark, cycle.catalog, cycle.settings, cycle.plan
-    # DML handlers execute their LCRs in place of the ones they were given (rule 7).
+    # DML handlers execute their LCRs in place of the ones they were given (rule 7). Each
+    # handler and the unhandled rest read the messages: computed once, not once per reader.
+    if any(table.dml_handlers for table in settings.tables):
+        messages = materialize(messages)
     executed = run_dml_handlers(
         messages, settings, (*STAGE_INPUT_COLUMNS, "old_values", "new_values")
     )

@@ -34,6 +34,7 @@ DUPLICATE_COLUMN = 957  # ORA-00957: duplicate column name
 UNIMPLEMENTED = 3001  # ORA-03001: unimplemented feature
 TABLE_NOT_FOUND = 942  # ORA-00942: table or view does not exist
 NAME_IN_USE = 955  # ORA-00955: name is already used by an existing object
+RENAME_TABLE = "RENAME TABLE"  # ALTER TABLE t RENAME TO u: the destination follows the new name
 NO_INSTANTIATION_SCN = 26687  # ORA-26687: no instantiation SCN provided for the object
 COLUMN_EXISTS = 1430  # ORA-01430: column being added already exists in table
 CANNOT_CHANGE_TYPE = 1439  # ORA-01439: column to be modified must be empty to change datatype
@@ -77,7 +78,7 @@ class AddColumn:
 class DdlStatement:
     """What one DDL statement does to one table.
 
-    ``kind``: ADD, DROP, RENAME, MODIFY, TRUNCATE, DROP TABLE, CREATE TABLE,
+    ``kind``: ADD, DROP, RENAME, MODIFY, RENAME TABLE, TRUNCATE, DROP TABLE, CREATE TABLE,
     CREATE TABLE AS SELECT (not applied: the rows it copies are not in the LCR stream), or
     IGNORED (indexes, constraints, grants, comments: no column, no row changes).
     """
@@ -378,6 +379,9 @@ def _alter(parsed: exp.Alter, text: str, default_owner: str | None) -> DdlStatem
             if not items or not all(isinstance(i, exp.Column) for i in items):
                 return DdlStatement("IGNORED", owner, table, reason="drops no column")
             dropped += [_name(i) for i in items]
+        elif isinstance(action, exp.AlterRename):  # ALTER TABLE t RENAME TO u
+            renamed_to = _table_name(action.this, owner)[1]
+            return DdlStatement(RENAME_TABLE, owner, table, renamed=(table, renamed_to))
         elif isinstance(action, exp.RenameColumn):
             return DdlStatement(
                 "RENAME", owner, table, renamed=(_name(action.this), _name(action.args["to"]))
@@ -542,6 +546,9 @@ def new_definition(  # noqa: PLR0912 (one branch per DDL kind)
             definition,
             columns=tuple(c for c in definition.columns if c.name not in statement.dropped),
         )
+    if statement.kind == RENAME_TABLE:
+        assert statement.renamed is not None
+        return replace(definition, name=statement.renamed[1])
     if statement.kind == "RENAME":
         assert statement.renamed is not None
         old, new = statement.renamed

@@ -39,6 +39,7 @@ from lakeapply.silver.ddl import (
     CREATE_TABLE_AS_SELECT,
     NAME_IN_USE,
     NO_INSTANTIATION_SCN,
+    RENAME_TABLE,
     TABLE_NOT_FOUND,
     UNIMPLEMENTED,
     DdlError,
@@ -188,6 +189,15 @@ def ddl_change(settings: ApplySettings, lcr: Any) -> DdlChange | str:
         return DdlChange(table, statement, None)
     if statement.kind == "TRUNCATE":
         return DdlChange(table, statement, None)
+    if statement.kind == RENAME_TABLE:
+        assert statement.renamed is not None
+        taken = settings.table_for(database, str(owner), statement.renamed[1])
+        if taken is not None and not taken.dropped:
+            raise DdlError(
+                NAME_IN_USE,
+                f'name is already used by an existing object: "{owner}"."{statement.renamed[1]}" '
+                f"from {database} is the destination {taken.silver_table}",
+            )
     definition = new_definition(table.definition, statement, table.effective_key)
     return DdlChange(table, statement, definition)
 

@@ -252,7 +252,11 @@ class ApplySettings:
     def _tables_by_source_object(self) -> dict[tuple[str, str, str], DestinationTable]:
         found: dict[tuple[str, str, str], DestinationTable] = {}
         for table in self.tables:
-            found.setdefault(table.source_object, table)  # the first declared wins
+            # The first declared wins, but a live table over a dropped one (a table renamed to
+            # the name of a dropped one: ALTER TABLE ... RENAME TO).
+            current = found.get(table.source_object)
+            if current is None or (current.dropped and not table.dropped):
+                found[table.source_object] = table
         return found
 
     def table_for(self, source_database: str, owner: str, name: str) -> DestinationTable | None:

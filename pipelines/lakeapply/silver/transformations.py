@@ -43,7 +43,7 @@ def transform_row_lcrs(rows: DataFrame, tables: Iterable[DestinationTable]) -> D
     """Run each table's transformations on its row LCRs (``rows`` holds the LCR columns
     ``source_database_name``, ``object_owner``, ``object_name``, ``command_type``,
     ``old_values``, ``new_values``); LCRs of other tables pass unchanged."""
-    transformed = [table for table in tables if table.transformations]
+    transformed = [table for table in tables if table.transformations and not table.dropped]
     if not transformed:
         return rows
     columns: dict[str, Column] = {}
