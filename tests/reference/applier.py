@@ -113,7 +113,9 @@ the differential cuts batches so that neither occurs.
 
 D16 Column DDL (rule 10), in the narrow grammar the workloads draw (anything else under
     ``ALTER TABLE`` is a ValueError, D12): ``ALTER TABLE o.t ADD (c type)``, ``DROP COLUMN c``,
-    ``RENAME COLUMN c TO d``, ``MODIFY (c type)``. It changes the destination named by the
+    ``RENAME COLUMN c TO d``, ``MODIFY (c type)``, ``RENAME TO u`` (the table's new name: a
+    live destination of that name already is 00955, else the destination's definition takes
+    the name, so later row LCRs route by it; rows unchanged). It changes the destination named by the
     statement's ``o.t`` like a TRUNCATE (D10): no destination, or committed at or below the
     instantiation SCN, and it changes nothing (ignored). Otherwise, in Oracle's order of
     checks: ADD of an existing column 01430, else a new nullable column, NULL in every row;
@@ -1071,6 +1073,7 @@ _ALTER_STATEMENTS = (
     re.compile(r"ALTER TABLE (\w+)\.(\w+) (ADD|MODIFY) \((\w+) (\w+(?:\(\d+(?:,\d+)?\))?)\)"),
     re.compile(r"ALTER TABLE (\w+)\.(\w+) (DROP) COLUMN (\w+)()"),
     re.compile(r"ALTER TABLE (\w+)\.(\w+) (RENAME) COLUMN (\w+) TO (\w+)"),
+    re.compile(r"ALTER TABLE (\w+)\.(\w+) (RENAME TO) (\w+)()"),  # the table's new name
 )
 
 
@@ -1114,6 +1117,14 @@ def _alter_table(
     definition = destination.definition
     names = definition.column_names
     where = f"table {definition.qualified_name}"
+    if action == "RENAME TO":  # ``column`` is the new table name
+        taken = settings.destination(transaction.source_database, definition.owner, column)
+        if taken is not None and not taken.dropped:
+            raise _ora(955, f"name is already used by an existing object: {column}")
+        renamed = replace(destination, definition=replace(definition, name=column))
+        return replace(
+            settings, tables=tuple(renamed if t is destination else t for t in settings.tables)
+        )
     if action == "ADD" and column in names:
         raise _ora(1430, f"column being added already exists in {where}: {column}")
     if action != "ADD" and column not in names:

@@ -280,16 +280,14 @@ class ApplyProcess:
         return {**lcr, "command_type": "DELETE", "new_values": None}
 
     def destination(self, database: str, owner: str, name: str) -> Destination | None:
-        """Rule 2: the destination table of a source table, if the apply routes it."""
-        return next(
-            (
-                t
-                for t in self.tables
-                if (t.source_database, t.definition.owner, t.definition.name)
-                == (database, owner, name)
-            ),
-            None,
-        )
+        """Rule 2: the destination table of a source table, if the apply routes it (a live
+        one before a dropped one of the same name: D16's RENAME TO)."""
+        named = [
+            t
+            for t in self.tables
+            if (t.source_database, t.definition.owner, t.definition.name) == (database, owner, name)
+        ]
+        return next((t for t in named if not t.dropped), named[0] if named else None)
 
     def instantiation_scn(self, database: str, owner: str, name: str) -> int | None:
         """Rule 3: the table's instantiation SCN, else its schema's, else its database's."""

@@ -1533,6 +1533,27 @@ def test_drop_and_rename_column_change_the_rows_and_the_later_lcrs_names() -> No
     assert "OPENED" not in result.definitions["account"].column_names
 
 
+def test_rename_to_makes_the_destination_follow_the_new_name_unless_a_destination_has_it() -> None:
+    renamed = replace(ACCOUNT, name="ACCOUNTS")
+    result = reference_apply(
+        apply_settings(destination(), destination(AUDIT), disable_on_error=False),
+        [
+            insert("1.1.1", 100, ALICE),
+            commit("1.1.1", 101),
+            alter("2.2.2", 102, "RENAME TO AUDIT_LOG"),  # APP.AUDIT_LOG is a destination: 00955
+            alter("3.3.3", 103, "RENAME TO ACCOUNTS"),
+            insert("4.4.4", 104, BOB, table=renamed),
+            commit("4.4.4", 105),
+            insert("5.5.5", 106, {**BOB, "ID": "3"}),  # the old name: no destination now
+            commit("5.5.5", 107),
+        ],
+    )
+    assert sorted(accounts(result)) == [(Decimal(1),), (Decimal(2),)]
+    assert [(e.source_transaction_id, e.error_number) for e in result.errors] == [("2.2.2", 955)]
+    assert result.definitions["account"].name == "ACCOUNTS"
+    assert result.outcomes[(DB, "5.5.5")] == (107, "APPLIED")
+
+
 @pytest.mark.parametrize(
     ("statement", "error_number"),
     [
