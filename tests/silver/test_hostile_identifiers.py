@@ -77,6 +77,7 @@ def test_every_admin_command_takes_hostile_names_as_data(
     admin.set_parameter(spark, catalog, name, "disable_on_error", "Y")
     admin.compare_old_values(spark, catalog, name, DB, obj, [KEYWORD], compare=False)
     admin.set_update_conflict_handler(spark, catalog, name, DB, obj, "MAXIMUM", KEY, [KEY, VALUE])
+    admin.set_dml_handler(spark, catalog, name, DB, obj, "DELETE", user_procedure="a.b:c")
     admin.stop_apply(spark, catalog, name)
     admin.start_apply(spark, catalog, name)
 
@@ -88,5 +89,6 @@ def test_every_admin_command_takes_hostile_names_as_data(
     assert (KEYWORD, "UPDATE") in table.uncompared_columns
     assert table.handler_for(VALUE) is not None
     assert table.instantiation_scn == 5
+    assert [h.user_procedure for h in table.dml_handlers] == ["a.b:c"]
     assert loaded.disable_on_error
     assert spark.catalog.tableExists(sentinel)
