@@ -1554,6 +1554,35 @@ def test_rename_to_makes_the_destination_follow_the_new_name_unless_a_destinatio
     assert result.outcomes[(DB, "5.5.5")] == (107, "APPLIED")
 
 
+def test_workloads_with_rename_tables_send_later_lcrs_under_the_new_name() -> None:
+    renames = 0
+    renamed_rows = 0  # row LCRs under a new name that the destination then holds
+
+    @hypothesis_settings(
+        max_examples=60,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(workloads(rename_tables=True, disable_on_error=False))
+    def check(workload: Workload) -> None:
+        nonlocal renames, renamed_rows
+        settings = apply_process_from_config(workload.process, workload.definitions)
+        result = reference_apply(settings, workload.lcrs, workload.initial)
+        renames += sum("RENAME TO" in (lcr.get("ddl_text") or "") for lcr in workload.lcrs)
+        names = {definition.name for definition in result.definitions.values()}
+        renamed_rows += sum(
+            lcr["command_type"] == "INSERT" and lcr["object_name"] in names
+            for lcr in workload.lcrs
+            if str(lcr.get("object_name", "")).endswith("R")
+        )
+
+    check()
+    assert renames >= 10, renames
+    assert renamed_rows >= 5, renamed_rows
+
+
 @pytest.mark.parametrize(
     ("statement", "error_number"),
     [

@@ -622,6 +622,7 @@ def workloads(
     rule_transformations: bool = False,
     create_tables: bool = False,
     dml_handlers: bool = False,
+    rename_tables: bool = False,
 ) -> Workload:
     """One differential-test workload. ``disable_on_error`` fixes that parameter (None: drawn);
     ``typed`` adds columns of every contract type to the tables, a few per table;
@@ -649,7 +650,13 @@ def workloads(
     ]
     # Both sources feed the same silver tables (not with column DDL: one source's DDL would
     # change the other's rows).
-    shared = not column_ddl and not drop_tables and len(sources) == 2 and draw(st.booleans())
+    shared = (
+        not column_ddl
+        and not drop_tables
+        and not rename_tables
+        and len(sources) == 2
+        and draw(st.booleans())
+    )
 
     def silver_table(database: str, spec: _TableSpec) -> str:
         if shared:
@@ -667,6 +674,7 @@ def workloads(
     extras_snapshots = [dict(extras)]
     commit_scns: list[int] = []  # of the committed transactions, in commit order
     dropped: set[tuple[str, str]] = set()  # (source database, table) a DROP TABLE dropped
+    names: dict[tuple[str, str], str] = {}  # (source database, table) -> its name after RENAME TO
 
     use_positions = draw(st.booleans())
     commit_scn_per_record = _chance(draw, 4)  # GoldenGate style
@@ -733,6 +741,21 @@ def workloads(
                 }
             )
             working[(database, spec.name)] = {}  # the source table is empty after it
+        elif outcome == "ddl" and rename_tables and database in sources and draw(st.booleans()):
+            spec = draw(st.sampled_from(specs))
+            current = names.get((database, spec.name), spec.name)
+            writer.lcrs.append(
+                {
+                    "source_database_name": database,
+                    "command_type": "ALTER TABLE",
+                    "transaction_id": transaction_id,
+                    "object_owner": OWNER,
+                    "object_name": current,
+                    "object_type": "TABLE",
+                    "ddl_text": f"ALTER TABLE {OWNER}.{current} RENAME TO {current}R",
+                }
+            )
+            names[(database, spec.name)] = f"{current}R"  # the LCRs after it carry the new name
         elif outcome == "ddl":
             writer.lcrs.append(
                 {
@@ -748,6 +771,8 @@ def workloads(
         else:
             for _ in range(draw(st.integers(1, 4))):
                 writer.write_operation()
+            for lcr in writer.lcrs:  # a table renamed before: its LCRs name it as it is now
+                lcr["object_name"] = names.get((database, lcr["object_name"]), lcr["object_name"])
         # SCNs: a transaction may start before the previous one committed (interleaving).
         scn = max(BASE_SCN + 1, next_scn - draw(st.integers(0, 6)))
         for index, lcr in enumerate(writer.lcrs):

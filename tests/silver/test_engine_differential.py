@@ -283,6 +283,20 @@ def test_engine_matches_the_reference_with_dml_handlers(
     run_and_compare(spark, catalog, tmp_path, sharing_one_apply(batch), batches=1)
 
 
+# Seed 21: two workloads rename a table (ALTER TABLE ... RENAME TO, D16), and twenty row LCRs
+# then name it by its new name.
+@pytest.mark.slow  # each DDL is a cycle of its own
+def test_engine_matches_the_reference_when_a_table_is_renamed(
+    spark: SparkSession, catalog: Catalog, tmp_path: Path
+) -> None:
+    batch = drawn(4, workloads(disable_on_error=False, rename_tables=True), seeded=21)
+    renaming = [
+        w for w in batch if any("RENAME TO" in (lcr.get("ddl_text") or "") for lcr in w.lcrs)
+    ]
+    assert len(renaming) == 2
+    run_and_compare(spark, catalog, tmp_path, sharing_one_apply(renaming), batches=1)
+
+
 # Seed 5: two workloads drop a table, then create it again (D20: empty, with the columns of
 # the CREATE TABLE), and write it after.
 @pytest.mark.slow  # each DDL is a cycle of its own
