@@ -43,7 +43,11 @@ def transform_row_lcrs(rows: DataFrame, tables: Iterable[DestinationTable]) -> D
     """Run each table's transformations on its row LCRs (``rows`` holds the LCR columns
     ``source_database_name``, ``object_owner``, ``object_name``, ``command_type``,
     ``old_values``, ``new_values``); LCRs of other tables pass unchanged."""
-    transformed = [table for table in tables if table.transformations and not table.dropped]
+    # Live tables last, so their steps win over a dropped table's of the same source name
+    # (a table renamed to it); a dropped table's LCRs are still transformed (then ORA-00942).
+    transformed = sorted(
+        (table for table in tables if table.transformations), key=lambda t: not t.dropped
+    )
     if not transformed:
         return rows
     columns: dict[str, Column] = {}
