@@ -1155,6 +1155,11 @@ def _alter_table(
     else:  # MODIFY
         old, new = definition.column(column).type, kinds_column_type(argument)
         _check_modify(old, new, column, rows)
+        if new.name in ("CHAR", "NCHAR") and old.name != new.name and new.length is not None:
+            staged[destination.silver_table] = {  # D8: a CHAR is stored blank-padded
+                k: {**row, column: None if row[column] is None else row[column].ljust(new.length)}
+                for k, row in rows.items()
+            }
         columns = tuple(
             Column(c.name, new, c.nullable, c.default) if c.name == column else c
             for c in definition.columns
@@ -1171,9 +1176,14 @@ _LONG_TO_LOB = {("LONG", "CLOB"), ("LONG", "NCLOB"), ("LONG RAW", "BLOB")}
 def _check_modify(old: ColumnType, new: ColumnType, column: str, rows: dict[Key, Row]) -> None:
     """D16: MODIFY (column new) as Oracle checks it against the stored values. Another type:
     LONG to a LOB is converted; to or from a LOB otherwise 22858; else the column must be empty
-    (every value NULL) or 01439. The same NUMBER with fewer integer digits or a smaller scale:
+    (every value NULL) or 01439, but CHAR <-> VARCHAR2 (NCHAR <-> NVARCHAR2) of the same size
+    keeps its values. The same NUMBER with fewer integer digits or a smaller scale:
     empty, or 01440. The same character or RAW type, shorter: every value fits, or 01441."""
     values = [row[column] for row in rows.values() if row[column] is not None]
+    if {old.name, new.name} in ({"CHAR", "VARCHAR2"}, {"NCHAR", "NVARCHAR2"}):
+        if old.length == new.length or not values:
+            return  # the same size: the values stay (a CHAR's padded by the caller)
+        raise _ora(1439, f"column to be modified must be empty to change datatype: {column}")
     if (old.name, old.kind) != (new.name, new.kind):
         if (old.name, new.name) in _LONG_TO_LOB:
             return

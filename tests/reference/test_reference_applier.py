@@ -1533,6 +1533,22 @@ def test_drop_and_rename_column_change_the_rows_and_the_later_lcrs_names() -> No
     assert "OPENED" not in result.definitions["account"].column_names
 
 
+def test_char_and_varchar2_of_the_same_size_swap_with_values_a_char_stores_padded() -> None:
+    result = reference_apply(
+        apply_settings(disable_on_error=False),
+        [
+            insert("1.1.1", 100, ALICE),
+            commit("1.1.1", 101),
+            alter("2.2.2", 102, "MODIFY (HOLDER CHAR(12))"),  # another size: 01439
+            alter("3.3.3", 103, "MODIFY (HOLDER CHAR(10))"),
+            alter("4.4.4", 104, "MODIFY (HOLDER VARCHAR2(10))"),  # the padding stays
+        ],
+    )
+    assert [(e.source_transaction_id, e.error_number) for e in result.errors] == [("2.2.2", 1439)]
+    assert accounts(result)[(Decimal(1),)]["HOLDER"] == "Alice     "
+    assert result.definitions["account"].column("HOLDER").type.name == "VARCHAR2"
+
+
 def test_rename_to_makes_the_destination_follow_the_new_name_unless_a_destination_has_it() -> None:
     renamed = replace(ACCOUNT, name="ACCOUNTS")
     result = reference_apply(

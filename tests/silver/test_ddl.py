@@ -12,7 +12,7 @@ from pyspark.sql import types as T
 
 from lakeapply.silver import dictionary
 from lakeapply.silver.cycle_state import SimulatedApplyCrash
-from lakeapply.silver.ddl import DdlError, parse_ddl
+from lakeapply.silver.ddl import DdlError, parse_ddl, stored_values_checks
 from lakeapply.silver.ddl_apply import DdlChange, _ddl_steps
 from lakeapply.silver.engine import apply_cycle
 from lakeapply.testing import LakeapplyHarness, apply_settings, destination, table_definition
@@ -94,6 +94,26 @@ def test_rename_widen_and_drop_column_change_the_destination_and_later_lcrs_foll
         (int(r.ID), float(r.BALANCE), r.REMARK) for r in lakeapply.silver("BANK.ACCOUNT").collect()
     )
     assert rows == [(1, 10.0, None), (2, 123456.5, "hello")]
+
+
+def test_a_varchar2_holding_values_becomes_a_char_of_its_size_with_the_values_padded(
+    spark: SparkSession, lakeapply: LakeapplyHarness
+) -> None:
+    holder = table_definition(
+        "BANK.HOLDER", {"ID": "NUMBER(6)", "NAME": "VARCHAR2(5)"}, primary_key=["ID"]
+    )
+    lakeapply.configure(apply_settings(holder))
+    lakeapply.run(
+        lakeapply.txn().insert("BANK.HOLDER", ID=1, NAME="ab").insert("BANK.HOLDER", ID=2).commit(),
+        lakeapply.txn()
+        .ddl("BANK.HOLDER", "ALTER TABLE BANK.HOLDER MODIFY (NAME CHAR(5))")
+        .commit(),
+        lakeapply.txn().insert("BANK.HOLDER", ID=3, NAME="cd").commit(),
+    )
+
+    assert lakeapply.error_queue().count() == 0
+    rows = sorted((int(r.ID), r.NAME) for r in lakeapply.silver("BANK.HOLDER").collect())
+    assert rows == [(1, "ab   "), (2, None), (3, "cd   ")]
 
 
 def test_rename_to_makes_the_destination_follow_the_new_name_unless_it_is_taken(
@@ -322,6 +342,23 @@ def test_a_crash_after_the_ddl_then_a_rerun_applies_it_once(
     assert lakeapply.error_queue().count() == 0  # ADD again would be ORA-01430
     assert _rows(lakeapply) == [(2, 2, "NEW"), (10, 1, "OK")]
     assert lakeapply.transactions().count() == 3
+
+
+def test_char_and_varchar2_of_the_same_size_swap_whatever_the_column_holds() -> None:
+    item = table_definition("SHOP.ITEM", {"ID": "NUMBER(6)", "TAG": "VARCHAR2(10)"})
+    to_char = parse_ddl("ALTER TABLE SHOP.ITEM MODIFY (TAG CHAR(10))", "SHOP")
+    wider = parse_ddl("ALTER TABLE SHOP.ITEM MODIFY (TAG CHAR(12))", "SHOP")
+    current = T.StructType(
+        [T.StructField("ID", T.DecimalType(6, 0)), T.StructField("TAG", T.StringType())]
+    )
+
+    assert stored_values_checks(item, to_char) == ()  # no condition on the stored values
+    # Values are blank-padded, as a CHAR stores them; the Spark type stays STRING.
+    assert _ddl_steps(DdlChange(destination(item), to_char, None), current, {}) == [
+        "UPDATE {table} SET `TAG` = rpad(`TAG`, 10, ' ') WHERE char_length(`TAG`) < 10"
+    ]
+    # Another size as well: the column must be empty (ORA-01439).
+    assert [check.error for check in stored_values_checks(item, wider)] == [1439]
 
 
 def test_a_resumed_modify_runs_only_the_steps_its_table_still_lacks() -> None:

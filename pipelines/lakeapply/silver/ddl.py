@@ -462,9 +462,11 @@ def _modify_check(
     """The stored-values condition of ``MODIFY (column new)`` on a column of type ``old``;
     None when Oracle applies it whatever the column holds. Raises ORA-22858 for a change to or
     from a LOB that Oracle never makes. (Oracle also turns a non-empty CHAR column into a
-    VARCHAR2 of no smaller length, and back, padding the values; here any change of type
-    needs an empty column.)"""
+    VARCHAR2 of no smaller length, and back, padding the values; here only of the same
+    length, as the Oracle SQL reference allows it: another length needs an empty column.)"""
     change = f"{table}.{column} {old} to {new}"
+    if frozenset((old.name, new.name)) in BLANK_PADDING_PAIRS and old.length == new.length:
+        return None  # CHAR <-> VARCHAR2 of the same size: values kept (padded to a CHAR)
     if old.family in (TypeFamily.CHARACTER, TypeFamily.BINARY) and old.name == new.name:
         if new.length is None or (old.length is not None and new.length >= old.length):
             return None
@@ -494,6 +496,11 @@ def _modify_check(
             f"column to be modified must be empty to decrease precision or scale: {change}",
         )
     return None
+
+
+# CHAR <-> VARCHAR2 (NCHAR <-> NVARCHAR2): a column holding values changes type when its size
+# stays the same (Oracle SQL reference, ALTER TABLE ... MODIFY).
+BLANK_PADDING_PAIRS = (frozenset(("CHAR", "VARCHAR2")), frozenset(("NCHAR", "NVARCHAR2")))
 
 
 def stored_values_checks(

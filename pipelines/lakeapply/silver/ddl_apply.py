@@ -319,6 +319,14 @@ def _modify_steps(
     for column in change.statement.modified:
         wanted = column.oracle_type.spark_type().simpleString()
         name = quote(column.name)
+        before = change.table.definition.column(column.name).oracle_type
+        length = column.oracle_type.length
+        if column.oracle_type.name in ("CHAR", "NCHAR") and before.name != column.oracle_type.name:
+            # A VARCHAR2 becomes a CHAR of its size: its values are blank-padded, as stored.
+            steps.append(
+                f"UPDATE {{table}} SET {name} = rpad({name}, {length}, ' ') "  # noqa: S608 (quoted)
+                f"WHERE char_length({name}) < {length}"
+            )
         if column.name in replaced:
             at = order.index(column.name)
             place = "FIRST" if at == 0 else f"AFTER {quote(order[at - 1])}"
