@@ -1177,7 +1177,7 @@ def _check_modify(old: ColumnType, new: ColumnType, column: str, rows: dict[Key,
     """D16: MODIFY (column new) as Oracle checks it against the stored values. Another type:
     LONG to a LOB is converted; to or from a LOB otherwise 22858; else the column must be empty
     (every value NULL) or 01439, but CHAR <-> VARCHAR2 (NCHAR <-> NVARCHAR2) of the same size
-    keeps its values. The same NUMBER with fewer integer digits or a smaller scale:
+    keeps its values, and DATE -> TIMESTAMP keeps them. The same NUMBER with fewer integer digits or a smaller scale:
     empty, or 01440. The same character or RAW type, shorter: every value fits, or 01441."""
     values = [row[column] for row in rows.values() if row[column] is not None]
     if {old.name, new.name} in ({"CHAR", "VARCHAR2"}, {"NCHAR", "NVARCHAR2"}):
@@ -1185,8 +1185,8 @@ def _check_modify(old: ColumnType, new: ColumnType, column: str, rows: dict[Key,
             return  # the same size: the values stay (a CHAR's padded by the caller)
         raise _ora(1439, f"column to be modified must be empty to change datatype: {column}")
     if (old.name, old.kind) != (new.name, new.kind):
-        if (old.name, new.name) in _LONG_TO_LOB:
-            return
+        if (old.name, new.name) in _LONG_TO_LOB or (old.name, new.name) == ("DATE", "TIMESTAMP"):
+            return  # converted: a DATE is a TIMESTAMP with no fraction
         if old.kind in kinds.LOB_KINDS or new.kind in kinds.LOB_KINDS:
             raise _ora(22858, f"invalid alteration of datatype: {column}")
         if values:

@@ -1549,6 +1549,24 @@ def test_char_and_varchar2_of_the_same_size_swap_with_values_a_char_stores_padde
     assert result.definitions["account"].column("HOLDER").type.name == "VARCHAR2"
 
 
+def test_a_date_column_holding_values_becomes_a_timestamp_keeping_them() -> None:
+    opened = {**ALICE, "OPENED": "2013-03-31T23:59:58"}
+    result = reference_apply(
+        apply_settings(disable_on_error=False),
+        [
+            insert("1.1.1", 100, opened),
+            commit("1.1.1", 101),
+            alter("2.2.2", 102, "MODIFY (OPENED TIMESTAMP(6))"),
+            insert("3.3.3", 103, {**BOB, "OPENED": "2014-01-01T10:00:00.123456"}),
+            commit("3.3.3", 104),
+        ],
+    )
+    assert result.errors == []
+    rows = accounts(result)
+    assert rows[(Decimal(1),)]["OPENED"] == datetime(2013, 3, 31, 23, 59, 58)
+    assert rows[(Decimal(2),)]["OPENED"] == datetime(2014, 1, 1, 10, 0, 0, 123456)
+
+
 def test_rename_to_makes_the_destination_follow_the_new_name_unless_a_destination_has_it() -> None:
     renamed = replace(ACCOUNT, name="ACCOUNTS")
     result = reference_apply(

@@ -361,6 +361,20 @@ def test_char_and_varchar2_of_the_same_size_swap_whatever_the_column_holds() -> 
     assert [check.error for check in stored_values_checks(item, wider)] == [1439]
 
 
+def test_a_date_becomes_a_timestamp_whatever_it_holds_but_not_back() -> None:
+    event = table_definition("SHOP.EVENT", {"ID": "NUMBER(6)", "AT": "DATE"})
+    widened = table_definition("SHOP.EVENT", {"ID": "NUMBER(6)", "AT": "TIMESTAMP(6)"})
+    to_timestamp = parse_ddl("ALTER TABLE SHOP.EVENT MODIFY (AT TIMESTAMP(6))", "SHOP")
+    back = parse_ddl("ALTER TABLE SHOP.EVENT MODIFY (AT DATE)", "SHOP")
+    current = T.StructType(
+        [T.StructField("ID", T.DecimalType(6, 0)), T.StructField("AT", T.TimestampNTZType())]
+    )
+
+    assert stored_values_checks(event, to_timestamp) == ()
+    assert _ddl_steps(DdlChange(destination(event), to_timestamp, None), current, {}) == []
+    assert [check.error for check in stored_values_checks(widened, back)] == [1439]
+
+
 def test_a_resumed_modify_runs_only_the_steps_its_table_still_lacks() -> None:
     item = table_definition(
         "SHOP.ITEM", {"ID": "NUMBER(6)", "TAG": "VARCHAR2(10)", "NOTE": "VARCHAR2(9)"}

@@ -467,6 +467,8 @@ def _modify_check(
     change = f"{table}.{column} {old} to {new}"
     if frozenset((old.name, new.name)) in BLANK_PADDING_PAIRS and old.length == new.length:
         return None  # CHAR <-> VARCHAR2 of the same size: values kept (padded to a CHAR)
+    if (old.name, new.name) == ("DATE", "TIMESTAMP"):
+        return None  # every DATE is a TIMESTAMP (both TIMESTAMP_NTZ here): values kept
     if old.family in (TypeFamily.CHARACTER, TypeFamily.BINARY) and old.name == new.name:
         if new.length is None or (old.length is not None and new.length >= old.length):
             return None
