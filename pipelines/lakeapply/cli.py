@@ -936,6 +936,11 @@ def set_update_conflict_handler_command(
 @click.option("--user-procedure", default=None, help="A Python callable, package.module:function.")
 @click.option("--statement", default=None, help="A Spark SQL query over the LCRs, {lcrs}.")
 @click.option("--handler-name", default=None, help="A statement handler's name.")
+@click.option(
+    "--error-handler",
+    is_flag=True,
+    help="Set the operation's error handler (a --user-procedure) instead of its DML handler.",
+)
 @click.pass_obj
 def set_dml_handler_command(
     obj: CliContext,
@@ -946,9 +951,10 @@ def set_dml_handler_command(
     user_procedure: str | None,
     statement: str | None,
     handler_name: str | None,
+    error_handler: bool,
 ) -> None:
     """SET_DML_HANDLER: the handler of one operation of a table (neither --user-procedure nor
-    --statement: remove it)."""
+    --statement: remove it); with --error-handler, its error handler."""
     _admin_call(
         obj,
         "set_dml_handler",
@@ -959,6 +965,7 @@ def set_dml_handler_command(
         user_procedure,
         statement,
         handler_name,
+        error_handler,
     )
 
 

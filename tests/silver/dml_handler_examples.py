@@ -68,3 +68,53 @@ UPPER_HOLDER = (
     "THEN named_struct('column_name', v.column_name, 'data_type', v.data_type, "
     "'value', upper(v.value)) ELSE v END) AS new_values FROM {lcrs}"
 )
+
+
+# Error handlers: each gets the failing LCRs with raised_error_number / raised_error_message.
+
+
+def skip_missing_rows(lcrs: DataFrame) -> DataFrame:
+    """An LCR whose row does not exist (ORA-26787) is handled by doing nothing; any other
+    error is executed again unchanged (and fails again)."""
+    return lcrs.where(F.col("raised_error_number") != 26787)
+
+
+def insert_duplicate_as_update(lcrs: DataFrame) -> DataFrame:
+    """An INSERT of a key that exists (ORA-00001) becomes an UPDATE of that row to the
+    inserted values (keyed by ID, comparing nothing else)."""
+    duplicate = (F.col("command_type") == "INSERT") & (F.col("raised_error_number") == 1)
+    return lcrs.withColumns(
+        {
+            "command_type": F.when(duplicate, F.lit("UPDATE")).otherwise(F.col("command_type")),
+            "old_values": F.when(
+                duplicate, F.filter("new_values", lambda v: v["column_name"] == "ID")
+            ).otherwise(F.col("old_values")),
+            "new_values": F.when(
+                duplicate, F.filter("new_values", lambda v: v["column_name"] != "ID")
+            ).otherwise(F.col("new_values")),
+        }
+    )
+
+
+def apply_without_comparing(lcrs: DataFrame) -> DataFrame:
+    """An UPDATE or DELETE whose old values conflict with the row (ORA-26786) is executed
+    again comparing only the key (ID): the source's change wins."""
+    conflict = F.col("raised_error_number") == 26786
+    return lcrs.withColumn(
+        "old_values",
+        F.when(conflict, F.filter("old_values", lambda v: v["column_name"] == "ID")).otherwise(
+            F.col("old_values")
+        ),
+    )
+
+
+def refuse_with_the_error(lcrs: DataFrame) -> DataFrame:
+    """Every failing LCR raises an error of the handler's own, naming the apply's."""
+    return lcrs.withColumn(
+        "error_message", F.concat(F.lit("could not apply: "), F.col("raised_error_message"))
+    )
+
+
+def two_for_one(lcrs: DataFrame) -> DataFrame:
+    """A handler with a bug: it returns each failing LCR twice."""
+    return lcrs.unionByName(lcrs)

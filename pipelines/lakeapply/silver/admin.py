@@ -53,6 +53,7 @@ from lakeapply.silver.settings import (
     DestinationTable,
     DmlHandler,
     DmlOperation,
+    ErrorHandler,
     ObjectDependency,
     TransformationKind,
     UpdateConflictHandler,
@@ -268,6 +269,7 @@ def _apply_level_rows(settings: ApplySettings) -> dict[str, list[tuple[Any, ...]
         dictionary.COMPARE_OLD_VALUES: [],
         dictionary.TRANSFORMATIONS: [],
         dictionary.DML_HANDLERS: [],
+        dictionary.ERROR_HANDLERS: [],
         dictionary.RULES: [
             (
                 name,
@@ -344,6 +346,10 @@ def _table_rows(apply_name: str, table: DestinationTable) -> dict[str, list[tupl
                 handler.statement,
             )
             for handler in table.dml_handlers
+        ],
+        dictionary.ERROR_HANDLERS: [
+            (*source, handler.operation.value, handler.user_procedure)
+            for handler in table.error_handlers
         ],
     }
 
@@ -477,6 +483,7 @@ def load_settings(spark: SparkSession, catalog: Catalog, apply_name: str) -> App
         dictionary.COMPARE_OLD_VALUES,
         dictionary.TRANSFORMATIONS,
         dictionary.DML_HANDLERS,
+        dictionary.ERROR_HANDLERS,
         dictionary.DESTINATION_TABLES,
         dictionary.RULES,
         dictionary.VIRTUAL_DEPENDENCIES,
@@ -582,6 +589,11 @@ def _destination_tables(
                 handler_name=row["handler_name"],
             )
         )
+    error_handlers: dict[Any, list[ErrorHandler]] = {}
+    for row in fetched[dictionary.ERROR_HANDLERS]:
+        error_handlers.setdefault(_source_key(row), []).append(
+            ErrorHandler(DmlOperation(row["operation_name"]), row["user_procedure"])
+        )
     tables = []
     for row in fetched[dictionary.DESTINATION_TABLES]:
         key = _source_key(row)
@@ -608,6 +620,9 @@ def _destination_tables(
                 ),
                 dml_handlers=tuple(
                     sorted(dml_handlers.get(key, []), key=lambda h: h.operation.value)
+                ),
+                error_handlers=tuple(
+                    sorted(error_handlers.get(key, []), key=lambda h: h.operation.value)
                 ),
             )
         )
@@ -959,9 +974,11 @@ def set_dml_handler(
     user_procedure: str | None = None,
     statement: str | None = None,
     handler_name: str | None = None,
+    error_handler: bool = False,
 ) -> None:
     """SET_DML_HANDLER: the handler of one operation of a table (replacing the one it had);
-    neither ``user_procedure`` nor ``statement`` removes it."""
+    neither ``user_procedure`` nor ``statement`` removes it. ``error_handler`` sets (or removes)
+    the operation's error handler instead, a ``user_procedure`` only."""
     procedure = "SET_DML_HANDLER"
     settings = load_settings(spark, catalog, apply_name)
     table = _find_table(settings, source_database, object_name, procedure)
@@ -974,19 +991,39 @@ def set_dml_handler(
             procedure,
             f"unknown operation {operation_name!r} (one of {choices})",
         ) from None
-    others = tuple(h for h in table.dml_handlers if h.operation is not operation)
-    if user_procedure is None and statement is None:
-        if len(others) == len(table.dml_handlers):
+    if error_handler:
+        if statement is not None:
+            raise _fail(
+                settings.apply_name,
+                procedure,
+                "an error handler is a user procedure (package.module:function), not a statement",
+            )
+        errors = tuple(h for h in table.error_handlers if h.operation is not operation)
+        if user_procedure is not None:
+            errors = (*errors, ErrorHandler(operation, user_procedure))
+        elif len(errors) == len(table.error_handlers):
+            raise _fail(
+                settings.apply_name,
+                procedure,
+                f"no error handler for {operation.value} on {object_name}",
+            )
+        changed = replace(
+            table, error_handlers=tuple(sorted(errors, key=lambda h: h.operation.value))
+        )
+    else:
+        handlers = tuple(h for h in table.dml_handlers if h.operation is not operation)
+        if user_procedure is not None or statement is not None:
+            handlers = (*handlers, DmlHandler(operation, user_procedure, statement, handler_name))
+        elif len(handlers) == len(table.dml_handlers):
             raise _fail(
                 settings.apply_name,
                 procedure,
                 f"no DML handler for {operation.value} on {object_name}",
             )
-        handlers = others
-    else:
-        added = DmlHandler(operation, user_procedure, statement, handler_name)
-        handlers = tuple(sorted((*others, added), key=lambda h: h.operation.value))
-    _publish(spark, catalog, _with_table(settings, replace(table, dml_handlers=handlers)), settings)
+        changed = replace(
+            table, dml_handlers=tuple(sorted(handlers, key=lambda h: h.operation.value))
+        )
+    _publish(spark, catalog, _with_table(settings, changed), settings)
 
 
 RULE_SETS = ("POSITIVE", "NEGATIVE")

@@ -256,7 +256,7 @@ def read_and_stage(cycle: Cycle) -> CycleInput:
     committed, ddl, barrier, ignored_ddl = ddl_barrier(cycle, lcrs, committed)
 
     messages = routed_row_lcrs(lcrs, committed, settings, spark)
-    staged, fold_input, bounds, buckets = stage_row_lcrs(cycle, messages)
+    messages, staged, fold_input, bounds, buckets = stage_row_lcrs(cycle, messages)
     previous = previous_progress(spark, catalog, settings, plan.cycle_id)
     late = _late_input(cycle, lcrs, transactions, staged, previous)
     return CycleInput(
@@ -279,17 +279,28 @@ def read_and_stage(cycle: Cycle) -> CycleInput:
 
 def stage_row_lcrs(
     cycle: Cycle, messages: DataFrame
-) -> tuple[DataFrame, DataFrame, dict[str, KeyBounds], int]:
-    """Stage the messages and join them with the destination rows they address: the staged
-    LCRs, the fold input, the key bounds of each table with changes and the fold's buckets."""
-    spark, catalog, settings, plan = cycle.spark, cycle.catalog, cycle.settings, cycle.plan
-    # DML handlers execute their LCRs in place of the ones they were given (rule 7). Each
-    # handler and the unhandled rest read the messages: computed once, not once per reader.
-    if any(table.dml_handlers for table in settings.tables):
+) -> tuple[DataFrame, DataFrame, DataFrame, dict[str, KeyBounds], int]:
+    """Stage the messages and join them with the destination rows they address: the messages
+    (materialized when handlers read them), the staged LCRs, the fold input, the key bounds of
+    each table with changes and the fold's buckets."""
+    settings = cycle.settings
+    # DML handlers execute their LCRs in place of the ones they were given (rule 7); error
+    # handlers get the messages of failing LCRs. Each handler and the unhandled rest read the
+    # messages: computed once, not once per reader.
+    if any(table.dml_handlers or table.error_handlers for table in settings.tables):
         messages = materialize(messages)
     executed = run_dml_handlers(
         messages, settings, (*STAGE_INPUT_COLUMNS, "old_values", "new_values")
     )
+    staged = stage_messages(settings, executed)
+    fold_input, bounds, buckets = fold_input_for(cycle, staged)
+    cycle.progress("staged")
+    return messages, staged, fold_input, bounds, buckets
+
+
+def stage_messages(settings: ApplySettings, executed: DataFrame) -> DataFrame:
+    """Each LCR to execute (``STAGE_INPUT_COLUMNS``, the value images and ``HANDLER_ERROR``)
+    staged: instantiation-SCN discard, keys, conversion, static errors (materialized)."""
     # Only what the stage and the fold read crosses into Python (not the raw line, not lineage).
     to_stage = executed.select(
         *STAGE_INPUT_COLUMNS,
@@ -301,16 +312,21 @@ def stage_row_lcrs(
     staged_schema = T.StructType(
         to_stage.schema.fields + T._parse_datatype_string(STAGED_COLUMNS).fields  # type: ignore[attr-defined]
     )
-    staged = materialize(to_stage.mapInPandas(stage_function(settings), staged_schema))
-    unmaterialized, bounds = _fold_input(spark, catalog, settings, staged, plan)
+    return materialize(to_stage.mapInPandas(stage_function(settings), staged_schema))
+
+
+def fold_input_for(cycle: Cycle, staged: DataFrame) -> tuple[DataFrame, dict[str, KeyBounds], int]:
+    """The staged LCRs joined with the destination rows they address (materialized), the key
+    bounds of each table with changes and the fold's buckets."""
+    spark = cycle.spark
+    unmaterialized, bounds = _fold_input(spark, cycle.catalog, cycle.settings, staged, cycle.plan)
     fold_input = materialize(unmaterialized)
     # Each bucket is one pandas frame in a Python worker: enough buckets to bound its size.
     buckets = max(
         int(spark.conf.get("spark.sql.shuffle.partitions") or 4),
         -(-fold_input.count() // FOLD_ROWS_PER_BUCKET),
     )
-    cycle.progress("staged")
-    return staged, fold_input, bounds, buckets
+    return fold_input, bounds, buckets
 
 
 def processed_before_cycle(cycle: Cycle) -> DataFrame:

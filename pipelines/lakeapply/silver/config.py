@@ -32,6 +32,7 @@ from lakeapply.silver.settings import (
     DestinationTable,
     DmlHandler,
     DmlOperation,
+    ErrorHandler,
     ObjectDependency,
     TransformationKind,
     UpdateConflictHandler,
@@ -45,6 +46,7 @@ __all__ = [
     "checked_transformation",
     "config_json_schema",
     "dml_handler_from_dict",
+    "error_handler_from_dict",
     "load_config",
     "load_landing_formats",
     "rule_from_dict",
@@ -235,6 +237,9 @@ class _Loader:
             uncompared_columns=frozenset(uncompared),
             update_conflict_handlers=tuple(handlers),
             dml_handlers=tuple(dml_handler_from_dict(h) for h in table.get("dml_handlers", ())),
+            error_handlers=tuple(
+                error_handler_from_dict(h) for h in table.get("error_handlers", ())
+            ),
         )
 
 
@@ -314,6 +319,11 @@ def dml_handler_from_dict(entry: Mapping[str, Any]) -> DmlHandler:
         statement=entry.get("statement"),
         handler_name=entry.get("handler_name"),
     )
+
+
+def error_handler_from_dict(entry: Mapping[str, Any]) -> ErrorHandler:
+    """One ``error_handlers`` entry of a table in lakeapply.yml."""
+    return ErrorHandler(DmlOperation(entry["operation"]), entry["user_procedure"])
 
 
 def rule_from_dict(rule: Mapping[str, Any]) -> ApplyRule:

@@ -123,6 +123,15 @@ DML_HANDLERS_SCHEMA = _schema(
     ("handler_name", S, True),  # STMT HANDLER
     ("statement", S, True),  # STMT HANDLER: Spark SQL over {lcrs}
 )
+ERROR_HANDLERS = "error_handlers"  # DBA_APPLY_DML_HANDLERS rows with ERROR_HANDLER = 'Y'
+ERROR_HANDLERS_SCHEMA = _schema(
+    ("apply_name", S, False),
+    ("source_database", S, False),
+    ("object_owner", S, False),
+    ("object_name", S, False),
+    ("operation_name", S, False),  # INSERT | UPDATE | DELETE | LOB_UPDATE | DEFAULT
+    ("user_procedure", S, False),  # package.module:function
+)
 RULES = "rules"  # DBA_STREAMS_RULES (an apply process's positive and negative rule sets)
 RULES_SCHEMA = _schema(
     ("apply_name", S, False),
@@ -270,6 +279,7 @@ DICTIONARY_TABLES: dict[str, T.StructType] = {
     COMPARE_OLD_VALUES: COMPARE_OLD_VALUES_SCHEMA,
     TRANSFORMATIONS: TRANSFORMATIONS_SCHEMA,
     DML_HANDLERS: DML_HANDLERS_SCHEMA,
+    ERROR_HANDLERS: ERROR_HANDLERS_SCHEMA,
     RULES: RULES_SCHEMA,
     VIRTUAL_DEPENDENCIES: VIRTUAL_DEPENDENCIES_SCHEMA,
     CYCLES: CYCLES_SCHEMA,

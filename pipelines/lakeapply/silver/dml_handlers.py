@@ -25,9 +25,10 @@ from typing import Any, cast
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from lakeapply.errors import ApplyError, ConfigurationError
-from lakeapply.silver.settings import ApplySettings, DestinationTable, DmlHandler
+from lakeapply.silver.settings import ApplySettings, DestinationTable, DmlHandler, ErrorHandler
 
 HANDLER_ERROR_NUMBER = 20000
 ERROR_MESSAGE = "error_message"  # what a handler sets to raise an error for an LCR
@@ -55,8 +56,10 @@ def run_dml_handlers(
         )
         for handler, commands in table.dml_handler_commands():
             selected = executed & F.col("command_type").isin(*commands)
-            returned = _call(handler, table, messages.where(selected))
-            handled.append(_executed_part(returned, handler, table, messages, executed_columns))
+            returned = call_handler(handler, table, messages.where(selected))
+            handled.append(
+                executed_lcrs(returned, handler, table, messages.schema, executed_columns)
+            )
             unhandled = unhandled.where(~F.coalesce(selected, F.lit(False)))
     result = unhandled.select(*executed_columns, no_error)
     for part in handled:
@@ -64,9 +67,26 @@ def run_dml_handlers(
     return result
 
 
-def _call(handler: DmlHandler, table: DestinationTable, lcrs: DataFrame) -> DataFrame:
-    where = f"DML handler {handler.label} ({handler.operation.value} on {_table_text(table)})"
-    if handler.statement is not None:
+def handler_text(
+    handler: DmlHandler | ErrorHandler, table: DestinationTable, separator: str = " ("
+) -> str:
+    """How messages name a handler: ``error handler pkg.mod:f (INSERT on "O"."T")``, or with
+    ``separator=", "`` inside the parentheses of an ORA-20000 text."""
+    kind = "error handler" if isinstance(handler, ErrorHandler) else "DML handler"
+    closing = ")" if separator == " (" else ""
+    return (
+        f"{kind} {handler.label}{separator}{handler.operation.value} on "
+        f"{_table_text(table)}{closing}"
+    )
+
+
+def call_handler(
+    handler: DmlHandler | ErrorHandler, table: DestinationTable, lcrs: DataFrame
+) -> DataFrame:
+    """The handler's DataFrame for ``lcrs``; a failing or misbehaving handler is an ApplyError
+    (a bug in the handler, not an error of the LCRs: the cycle stops before writing)."""
+    where = handler_text(handler, table)
+    if isinstance(handler, DmlHandler) and handler.statement is not None:
         try:
             return lcrs.sparkSession.sql(handler.statement, lcrs=lcrs)
         except Exception as error:  # Spark's analysis errors have no common base class
@@ -81,7 +101,7 @@ def _call(handler: DmlHandler, table: DestinationTable, lcrs: DataFrame) -> Data
     return returned
 
 
-def _procedure(handler: DmlHandler, where: str) -> Callable[[DataFrame], Any]:
+def _procedure(handler: DmlHandler | ErrorHandler, where: str) -> Callable[[DataFrame], Any]:
     module_name, _, function_name = (handler.user_procedure or "").partition(":")
     try:
         module = importlib.import_module(module_name)
@@ -93,18 +113,19 @@ def _procedure(handler: DmlHandler, where: str) -> Callable[[DataFrame], Any]:
     return cast(Callable[[DataFrame], Any], function)
 
 
-def _executed_part(
+def executed_lcrs(
     returned: DataFrame,
-    handler: DmlHandler,
+    handler: DmlHandler | ErrorHandler,
     table: DestinationTable,
-    messages: DataFrame,
+    messages: T.StructType,
     executed_columns: tuple[str, ...],
 ) -> DataFrame:
-    """The handler's LCRs as the stage reads them; a missing column or a changed type is the
+    """The handler's LCRs as the stage reads them (``executed_columns``, typed as in
+    ``messages``, plus :data:`HANDLER_ERROR`); a missing column or a changed type is the
     handler's bug, reported before anything is applied."""
-    expected = {field.name: field.dataType for field in messages.schema.fields}
+    expected = {field.name: field.dataType for field in messages.fields}
     given = {field.name: field.dataType for field in returned.schema.fields}
-    where = f"DML handler {handler.label} ({handler.operation.value} on {_table_text(table)})"
+    where = handler_text(handler, table)
     missing = [column for column in executed_columns if column not in given]
     if missing:
         raise ApplyError(f"{where} returned LCRs without the column(s) {missing}: keep them")
@@ -116,9 +137,7 @@ def _executed_part(
     if changed:
         raise ApplyError(f"{where} changed the type of {changed}")
     if ERROR_MESSAGE in given:
-        context = (
-            f" (DML handler {handler.label}, {handler.operation.value} on {_table_text(table)})"
-        )
+        context = f" ({handler_text(handler, table, ', ')})"
         raised = F.when(
             F.col(ERROR_MESSAGE).isNotNull(),
             F.concat(

@@ -130,7 +130,7 @@ def bronze_cycle(
     if inputs.ddl is not None:  # a DDL transaction, alone in its cycle (rule 9)
         inputs, fold, versions_after, merged = apply_ddl_transaction(cycle, inputs)
     else:
-        fold = fold_passes(cycle, inputs)
+        inputs, fold = fold_passes(cycle, inputs)
         versions_after, merged = merge_destinations(cycle, fold.final_rows, inputs.bounds)
     now = datetime.now(UTC).replace(tzinfo=None)
     processed, late_errors = record_outcomes(cycle, inputs, fold, now)
@@ -311,7 +311,7 @@ def execute_cycle(
     if executes_ddl(cycle, inputs):  # a DDL transaction, alone in its cycle (rule 9)
         inputs, fold, versions_after, _ = apply_ddl_transaction(cycle, inputs)
     else:
-        fold = fold_passes(cycle, inputs)
+        inputs, fold = fold_passes(cycle, inputs)
         versions_after, _ = merge_destinations(cycle, fold.final_rows, inputs.bounds)
     now = datetime.now(UTC).replace(tzinfo=None)
     executions = record_executions(cycle, inputs, fold, now)

@@ -141,7 +141,7 @@ def read_error_transactions(cycle: Cycle) -> CycleInput:
             ["source_database_name", "transaction_id"],
         )
     )
-    staged, fold_input, bounds, buckets = stage_row_lcrs(cycle, messages)
+    messages, staged, fold_input, bounds, buckets = stage_row_lcrs(cycle, messages)
     return CycleInput(stored, committed, committed, messages, staged, fold_input, bounds, buckets)
 
 

@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 from lakeapply.silver.components import transaction_components
 from lakeapply.silver.cycle_state import Cycle, CycleInput, FoldOutcome, materialize
 from lakeapply.silver.dependent import held_transactions
+from lakeapply.silver.error_handlers import MessageId, handle_errors
 from lakeapply.silver.fold import FOLD_OUTPUT_SCHEMA, FoldPlan, Position, fold_function
 from lakeapply.silver.settings import CommitSerialization
 from lakeapply.silver.transactions import TRANSACTION_KEY
@@ -53,10 +54,12 @@ def position_of(error: Any) -> Position:
     return (int(error.commit_scn), str(error.source_database_name), str(error.transaction_id))
 
 
-def fold_passes(cycle: Cycle, inputs: CycleInput) -> FoldOutcome:
+def fold_passes(cycle: Cycle, inputs: CycleInput) -> tuple[CycleInput, FoldOutcome]:
     """Step 4 (design-notes 1): only the earliest newly failing transaction is certain, and so
     is everything before it. A pass that finds no new failure is already the final fold: its
-    rows are kept, not re-run."""
+    rows are kept, not re-run. A proven failure whose LCR has an error handler is given to it
+    first (``silver/error_handlers.py``): what it returns replaces the LCR, so the input the
+    outcome was folded from is returned with it."""
     settings = cycle.settings
     fold_input, buckets = inputs.fold_input, inputs.buckets
     # A late COMMIT (silver/late.py) fails from the start, with its own error whatever its
@@ -68,6 +71,7 @@ def fold_passes(cycle: Cycle, inputs: CycleInput) -> FoldOutcome:
         cut = min(position_of(error) for error in late.values())
     passes = 0
     components: DataFrame | _Unlabelled | None = None
+    handled: frozenset[MessageId] = frozenset()
     while True:
         passes += 1
         cycle.progress(f"fold pass {passes}")
@@ -83,7 +87,23 @@ def fold_passes(cycle: Cycle, inputs: CycleInput) -> FoldOutcome:
         if not new_failures:
             break
         first = new_failures[0]
-        if settings.disable_on_error or passes >= settings.max_error_passes:
+        stopping = settings.disable_on_error or passes >= settings.max_error_passes
+        if not stopping and components is None and len(new_failures) > 1:
+            components = _transaction_components(cycle, fold_input)
+        certain = (
+            {(first.source_database_name, first.transaction_id): first}
+            if stopping
+            else _certain_failures(cycle.spark, new_failures, components)
+        )
+        handling = handle_errors(cycle, inputs, list(certain.values()), handled)
+        if handling is not None:
+            # The handlers' LCRs may address other keys: what was proven about the other
+            # failures of this pass, and the transaction graph, are proven again.
+            inputs, handled = handling.inputs, handling.handled
+            fold_input, buckets = inputs.fold_input, inputs.buckets
+            components = None
+            continue
+        if stopping:
             failed[(first.source_database_name, first.transaction_id)] = first
             cut = position_of(first)  # what follows it waits (Y: until start_apply)
             # Failures proven in other components after the cut wait too: the next cycle
@@ -97,9 +117,7 @@ def fold_passes(cycle: Cycle, inputs: CycleInput) -> FoldOutcome:
                 run_fold(fold_input, FoldPlan(settings, frozenset(failed), cut), buckets)
             )
             break
-        if components is None and len(new_failures) > 1:
-            components = _transaction_components(cycle, fold_input)
-        failed.update(_certain_failures(cycle.spark, new_failures, components))
+        failed.update(certain)
     aborted_error = None
     if settings.disable_on_error and failed:
         aborted_error = failed[min(failed, key=lambda key: position_of(failed[key]))]
@@ -114,7 +132,7 @@ def fold_passes(cycle: Cycle, inputs: CycleInput) -> FoldOutcome:
         f"cycle {cycle.plan.cycle_id}: {passes} fold pass(es), {len(failed)} error transaction(s)"
         f", {len(held)} held back"
     )
-    return FoldOutcome(
+    return inputs, FoldOutcome(
         folded.where(F.col("kind") == "ROW"), failed, cut, passes, aborted_error, held=held
     )
 

@@ -6,9 +6,11 @@ live in the Delta dictionary tables; the engine and the tests' reference applier
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
+from typing import TypeVar
 
 from lakeapply.contract.table_definitions import TableDefinition
 from lakeapply.errors import ConfigurationError
@@ -128,6 +130,52 @@ class DmlHandler:
 
 
 @dataclass(frozen=True)
+class ErrorHandler:
+    """SET_DML_HANDLER(error_handler => TRUE): gets a second chance at a table's row LCRs of one
+    operation that raised an error (after any update conflict handler failed to resolve it).
+
+    Set-based like a DML handler: a Python callable ``package.module:function`` gets a
+    DataFrame of the failing LCRs, as they were before any DML handler, with the error they
+    raised (``raised_error_number``, ``raised_error_message``), and returns the LCRs to execute
+    in their place (executed as they are: no DML handler runs on them). An LCR it leaves out
+    was handled (its transaction goes on); one that fails again, or comes back with
+    ``error_message`` set (ORA-20000), fails its transaction.
+    """
+
+    operation: DmlOperation
+    user_procedure: str
+
+    @property
+    def label(self) -> str:
+        return self.user_procedure
+
+
+AnyHandler = TypeVar("AnyHandler", DmlHandler, ErrorHandler)
+
+
+def commands_per_handler(
+    handlers: Sequence[AnyHandler],
+) -> list[tuple[AnyHandler, tuple[str, ...]]]:
+    """Each handler with the command types it handles: an operation's own handler first,
+    DEFAULT for the operations without one."""
+    own = {h.operation: h for h in handlers if h.operation is not DmlOperation.DEFAULT}
+    default = next((h for h in handlers if h.operation is DmlOperation.DEFAULT), None)
+    handled: list[tuple[AnyHandler, tuple[str, ...]]] = [
+        (handler, DML_OPERATION_COMMANDS[op]) for op, handler in own.items()
+    ]
+    if default is not None:
+        rest = tuple(
+            command
+            for operation, commands in DML_OPERATION_COMMANDS.items()
+            if operation not in own
+            for command in commands
+        )
+        if rest:
+            handled.append((default, rest))
+    return handled
+
+
+@dataclass(frozen=True)
 class DestinationTable:
     """One source object applied into one silver table."""
 
@@ -142,6 +190,7 @@ class DestinationTable:
     update_conflict_handlers: tuple[UpdateConflictHandler, ...] = ()
     transformations: tuple[ColumnTransformation, ...] = ()
     dml_handlers: tuple[DmlHandler, ...] = ()
+    error_handlers: tuple[ErrorHandler, ...] = ()
     # Dropped by a DROP TABLE DDL (rule 10): its row LCRs are errors (ORA-00942) until a
     # CREATE TABLE makes it again. Set from the table_versions dictionary, never declared.
     dropped: bool = False
@@ -155,21 +204,15 @@ class DestinationTable:
         return self.definition.key_columns(self.key_columns)
 
     def dml_handler_commands(self) -> list[tuple[DmlHandler, tuple[str, ...]]]:
-        """Each DML handler with the command types it handles: an operation's own handler
-        first, DEFAULT for the operations without one."""
-        own = {h.operation: h for h in self.dml_handlers if h.operation is not DmlOperation.DEFAULT}
-        default = next((h for h in self.dml_handlers if h.operation is DmlOperation.DEFAULT), None)
-        handled = [(handler, DML_OPERATION_COMMANDS[op]) for op, handler in own.items()]
-        if default is not None:
-            rest = tuple(
-                command
-                for operation, commands in DML_OPERATION_COMMANDS.items()
-                if operation not in own
-                for command in commands
-            )
-            if rest:
-                handled.append((default, rest))
-        return handled
+        """Each DML handler with the command types it handles."""
+        return commands_per_handler(self.dml_handlers)
+
+    def error_handler_for(self, command_type: str) -> ErrorHandler | None:
+        """The error handler of an LCR's command type: its operation's own, else DEFAULT."""
+        for handler, commands in commands_per_handler(self.error_handlers):
+            if command_type in commands:
+                return handler
+        return None
 
     def handler_for(self, column: str) -> UpdateConflictHandler | None:
         for handler in self.update_conflict_handlers:

@@ -17,6 +17,7 @@ from lakeapply.contract.identifiers import validate_oracle_identifier
 from lakeapply.contract.table_definitions import TableDefinition
 from lakeapply.errors import ConfigurationError
 from lakeapply.silver.settings import (
+    DML_OPERATION_COMMANDS,
     ApplyRule,
     ApplySettings,
     ColumnTransformation,
@@ -193,6 +194,7 @@ def _validate_tables(settings: ApplySettings, fail: Fail, at: str) -> None:
                 handled[column] = number
         _check_transformations(table, f"{where}/transformations", fail)
         _check_dml_handlers(table, f"{where}/dml_handlers", fail)
+        _check_error_handlers(table, f"{where}/error_handlers", fail)
 
 
 USER_PROCEDURE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*", re.ASCII)
@@ -227,6 +229,48 @@ def _check_dml_handlers(table: DestinationTable, where: str, fail: Fail) -> None
                 f"({where}/{operations[operation]})",
             )
         operations[operation] = number
+
+
+def _check_error_handlers(table: DestinationTable, where: str, fail: Fail) -> None:
+    """One error handler per operation, a callable named ``package.module:function``, and
+    never with a procedure DML handler for the same operation (Oracle refuses the pair:
+    reference 002, "You cannot have a procedure DML handler and an error handler
+    simultaneously for the same operation on the same table")."""
+    operations: dict[str, int] = {}
+    for number, handler in enumerate(table.error_handlers):
+        handler_where = f"{where}/{number}"
+        if not USER_PROCEDURE.fullmatch(handler.user_procedure):
+            raise fail(
+                f"{handler_where}/user_procedure",
+                f"{handler.user_procedure!r} is not a Python callable named "
+                "package.module:function",
+            )
+        operation = handler.operation.value
+        if operation in operations:
+            raise fail(
+                f"{handler_where}/operation",
+                f"{table.definition.qualified_name} already has an error handler for "
+                f"{operation} ({where}/{operations[operation]})",
+            )
+        operations[operation] = number
+    procedures = {
+        command: handler
+        for handler, commands in table.dml_handler_commands()
+        if handler.user_procedure is not None
+        for command in commands
+    }
+    for number, handler in enumerate(table.error_handlers):
+        for command in DML_OPERATION_COMMANDS.get(handler.operation, ()) or tuple(procedures):
+            procedure = procedures.get(command)
+            if procedure is not None and table.error_handler_for(command) is handler:
+                raise fail(
+                    f"{where}/{number}/operation",
+                    f"{table.definition.qualified_name} has the procedure DML handler "
+                    f"{procedure.user_procedure} ({procedure.operation.value}) for {command}: "
+                    "a procedure DML handler and an error handler cannot be set for the same "
+                    "operation (use the DML handler to handle its errors, or a statement "
+                    "handler)",
+                )
 
 
 def _check_transformations(table: DestinationTable, where: str, fail: Fail) -> None:

@@ -143,9 +143,9 @@ def _processed_transactions(cycle: Cycle, inputs: CycleInput, fold: FoldOutcome)
         F.count(F.lit(1)).alias("message_count"),
         F.count(F.when(F.col("discarded"), 1)).alias("discarded"),
     )
-    if any(table.dml_handlers for table in settings.tables):
-        # An LCR a DML handler left out was not staged, but it is a message of its transaction
-        # (and was not discarded): count the messages as routed.
+    if any(table.dml_handlers or table.error_handlers for table in settings.tables):
+        # An LCR a DML or error handler left out was not staged, but it is a message of its
+        # transaction (and was not discarded): count the messages as routed.
         # (materialized: the messages share their lineage with ``committed``, joined below)
         message_counts = message_counts.drop("message_count").join(
             materialize(

@@ -58,7 +58,12 @@ from lakeapply.contract.table_definitions import TableDefinition, table_definiti
 from lakeapply.errors import ConfigurationError, LakeapplyError
 from lakeapply.runtime.catalog import Catalog
 from lakeapply.silver import dictionary
-from lakeapply.silver.config import dml_handler_from_dict, load_config, transformation_from_dict
+from lakeapply.silver.config import (
+    dml_handler_from_dict,
+    error_handler_from_dict,
+    load_config,
+    transformation_from_dict,
+)
 from lakeapply.silver.cycle_state import CycleReport
 from lakeapply.silver.engine import apply_cycle, delete_errors, execute_errors, run_apply
 from lakeapply.silver.error_queue import ErrorExecution
@@ -163,12 +168,13 @@ def destination(
     uncompared_columns: Iterable[tuple[str, str]] = (),
     transformations: Sequence[Mapping[str, Any]] = (),
     dml_handlers: Sequence[Mapping[str, Any]] = (),
+    error_handlers: Sequence[Mapping[str, Any]] = (),
 ) -> DestinationTable:
     """A destination table of an apply process (the ``tables`` entries of ``lakeapply.yml``).
 
     ``instantiation_scn`` defaults to 0 (apply everything); ``None`` means not instantiated
     (ORA-26687). Handlers as ``UpdateConflictHandler`` or ``("MAXIMUM", ["SAL"], "SAL")``;
-    transformations and DML handlers as lakeapply.yml writes them (``{"delete_column":
+    transformations, DML and error handlers as lakeapply.yml writes them (``{"delete_column":
     "NICKNAME"}``, ``{"operation": "DELETE", "user_procedure": "pkg.mod:function"}``, ...)."""
     handlers = tuple(
         handler
@@ -186,6 +192,7 @@ def destination(
         update_conflict_handlers=handlers,
         transformations=tuple(transformation_from_dict(step) for step in transformations),
         dml_handlers=tuple(dml_handler_from_dict(handler) for handler in dml_handlers),
+        error_handlers=tuple(error_handler_from_dict(handler) for handler in error_handlers),
     )
 
 
