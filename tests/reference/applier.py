@@ -105,6 +105,16 @@ D21 DML handlers (a table's ``dml_handlers``): a row LCR that passed D2, D13/D19
     LCRs as they were before the handler. Dependencies (D15, D17) are those of the LCRs before
     the handler.
 
+D22 Error handlers (a table's ``error_handlers``): a row LCR of D21 that raises an error (D21's
+    ORA-20000 included, and any error an update conflict handler did not resolve; never 26687
+    nor 00942, raised before it) goes to the error handler of its operation, else the table's
+    DEFAULT error handler, by its registered name (``dml_handlers.py`` ``ROW_ERROR_HANDLERS``),
+    as it was before any DML handler, with ``raised_error_number`` and
+    ``raised_error_message``. What it returns is applied in the LCR's place as it is (no DML
+    handler); None applies nothing (the transaction goes on); an error it raises, or an
+    ``error_message`` it sets (ORA-20000), makes the transaction an error transaction failing
+    at that message.
+
 Late input is not modelled: the reference applies one arrival sequence at once, so a COMMIT that
 lands before some of its LCRs simply groups with them, and no watermark is passed before a COMMIT
 arrives. The engine's handling of input that arrives after a cycle processed its point (late LCRs,
@@ -198,7 +208,7 @@ from .config import (
     definition_from_document,
 )
 from .config import column_type as kinds_column_type
-from .dml_handlers import ROW_HANDLERS
+from .dml_handlers import ROW_ERROR_HANDLERS, ROW_HANDLERS
 
 ROW_COMMANDS = ("INSERT", "UPDATE", "DELETE")
 LOB_COMMANDS = ("LOB WRITE", "LOB ERASE", "LOB TRIM")
@@ -896,9 +906,12 @@ def _apply_transaction(
                 continue
             if table.dropped:
                 raise _no_such_table(table)
-            executed = _handled(table, lcr)  # D21: the table's DML handler, if any
-            if executed is not None:
-                _apply_row_lcr(table, staged[table.silver_table], executed)
+            try:
+                executed = _handled(table, lcr)  # D21: the table's DML handler, if any
+                if executed is not None:
+                    _apply_row_lcr(table, staged[table.silver_table], executed)
+            except ApplyRowError as error:
+                _error_handled(table, staged[table.silver_table], lcr, error)  # D22
             applied += 1
         except ApplyRowError as error:
             # Rule 8: the first failing LCR makes the whole transaction an error transaction.
@@ -953,6 +966,29 @@ def _handled(table: Destination, lcr: dict[str, Any]) -> dict[str, Any] | None:
     if executed is not None and executed.get("error_message") is not None:
         raise _ora(20000, str(executed["error_message"]))
     return executed
+
+
+def _error_handled(
+    table: Destination, rows: dict[Key, Row], lcr: dict[str, Any], error: ApplyRowError
+) -> None:
+    """D22: the table's error handler of the LCR's operation gets the LCR as it was before any
+    DML handler, with the error; what it returns is applied as it is (no DML handler), None
+    applies nothing. Without a handler, or when what it returns fails or carries an
+    ``error_message``, the error stands."""
+    handler = table.error_handler(lcr["command_type"])
+    if handler is None:
+        raise error
+    procedure = handler["user_procedure"]
+    if procedure not in ROW_ERROR_HANDLERS:
+        raise ValueError(f"the reference has no row version of error handler {handler}")  # D12
+    executed = ROW_ERROR_HANDLERS[procedure](
+        {**lcr, "raised_error_number": error.error_number, "raised_error_message": error.text}
+    )
+    if executed is None:
+        return
+    if executed.get("error_message") is not None:
+        raise _ora(20000, str(executed["error_message"]))
+    _apply_row_lcr(table, rows, executed)
 
 
 def _no_such_table(table: Destination) -> ApplyRowError:

@@ -156,6 +156,14 @@ class ConflictHandler:
     resolution_column: str
 
 
+def _of_operation(
+    handlers: tuple[Mapping[str, Any], ...], command_type: str
+) -> Mapping[str, Any] | None:
+    operation = "LOB_UPDATE" if command_type.startswith("LOB ") else command_type
+    by_operation = {handler["operation"]: handler for handler in handlers}
+    return by_operation.get(operation, by_operation.get("DEFAULT"))
+
+
 @dataclass(frozen=True)
 class Destination:
     source_database: str
@@ -169,6 +177,8 @@ class Destination:
     transformations: tuple[Mapping[str, Any], ...] = ()
     # DML handlers, as lakeapply.yml writes them ({"operation": "DELETE", "user_procedure": ...}).
     dml_handlers: tuple[Mapping[str, Any], ...] = ()
+    # Error handlers, likewise ({"operation": "INSERT", "user_procedure": ...}).
+    error_handlers: tuple[Mapping[str, Any], ...] = ()
     dropped: bool = False  # D18: a DROP TABLE applied; its rows and silver table are gone
 
     @property
@@ -190,9 +200,11 @@ class Destination:
 
     def dml_handler(self, command_type: str) -> Mapping[str, Any] | None:
         """D21: the handler of the LCR's operation, else the DEFAULT one."""
-        operation = "LOB_UPDATE" if command_type.startswith("LOB ") else command_type
-        handlers = {handler["operation"]: handler for handler in self.dml_handlers}
-        return handlers.get(operation, handlers.get("DEFAULT"))
+        return _of_operation(self.dml_handlers, command_type)
+
+    def error_handler(self, command_type: str) -> Mapping[str, Any] | None:
+        """D22: the error handler of the LCR's operation, else the DEFAULT one."""
+        return _of_operation(self.error_handlers, command_type)
 
     def handler_for(self, column: str) -> ConflictHandler | None:
         return next((h for h in self.handlers if column in h.columns), None)
@@ -438,6 +450,7 @@ def _destination(
         ),
         transformations=tuple(table.get("transformations", ())),
         dml_handlers=tuple(table.get("dml_handlers", ())),
+        error_handlers=tuple(table.get("error_handlers", ())),
     )
 
 

@@ -1,7 +1,7 @@
-"""D21: the reference's own row-at-a-time versions of the DML handlers the tests register by
-name (``tests.silver.dml_handler_examples``, which the engine calls on DataFrames). Each takes
-one row LCR and returns the LCR to execute instead, None (handled, not executed), or the LCR
-with ``error_message`` set (the handler raises)."""
+"""D21, D22: the reference's own row-at-a-time versions of the DML and error handlers the
+tests register by name (``tests.silver.dml_handler_examples``, which the engine calls on
+DataFrames). Each takes one row LCR and returns the LCR to execute instead, None (handled, not
+executed), or the LCR with ``error_message`` set (the handler raises)."""
 
 from __future__ import annotations
 
@@ -42,4 +42,39 @@ ROW_HANDLERS: dict[str, Callable[[Lcr], Lcr | None]] = {
     f"{EXAMPLES}:ignore": _ignore,
     f"{EXAMPLES}:refuse_negative_amounts": _refuse_negative_amounts,
     f"{EXAMPLES}:note_handled": _note_handled,
+}
+
+
+def _skip_missing_rows(lcr: Lcr) -> Lcr | None:
+    return None if lcr["raised_error_number"] == 26787 else lcr
+
+
+def _insert_duplicate_as_update(lcr: Lcr) -> Lcr | None:
+    if lcr["command_type"] != "INSERT" or lcr["raised_error_number"] != 1:
+        return lcr
+    values = lcr.get("new_values") or []
+    return {
+        **lcr,
+        "command_type": "UPDATE",
+        "old_values": [v for v in values if v["column_name"] == "ID"],
+        "new_values": [v for v in values if v["column_name"] != "ID"],
+    }
+
+
+def _apply_without_comparing(lcr: Lcr) -> Lcr | None:
+    if lcr["raised_error_number"] != 26786 or lcr.get("old_values") is None:
+        return lcr
+    return {**lcr, "old_values": [v for v in lcr["old_values"] if v["column_name"] == "ID"]}
+
+
+def _refuse_with_the_error(lcr: Lcr) -> Lcr | None:
+    return {**lcr, "error_message": f"could not apply: {lcr['raised_error_message']}"}
+
+
+# D22: error handlers get the failing LCR with raised_error_number and raised_error_message.
+ROW_ERROR_HANDLERS: dict[str, Callable[[Lcr], Lcr | None]] = {
+    f"{EXAMPLES}:skip_missing_rows": _skip_missing_rows,
+    f"{EXAMPLES}:insert_duplicate_as_update": _insert_duplicate_as_update,
+    f"{EXAMPLES}:apply_without_comparing": _apply_without_comparing,
+    f"{EXAMPLES}:refuse_with_the_error": _refuse_with_the_error,
 }

@@ -2469,6 +2469,122 @@ def test_workloads_with_dml_handlers_draw_every_combination_and_their_errors() -
 
 
 # ---------------------------------------------------------------------------------------------
+# Rule 7: error handlers (D22)
+# ---------------------------------------------------------------------------------------------
+
+
+def error_handled(*handlers: tuple[str, str], **kwargs: Any) -> Destination:
+    return destination(
+        LEDGER,
+        error_handlers=tuple(
+            {"operation": operation, "user_procedure": f"{HANDLERS}:{function}"}
+            for operation, function in handlers
+        ),
+        **kwargs,
+    )
+
+
+def test_an_error_handler_turns_a_duplicate_insert_into_an_update_of_the_row() -> None:
+    settings = apply_settings(error_handled(("INSERT", "insert_duplicate_as_update")))
+    result = reference_apply(
+        settings,
+        [insert("1.1.1", 100, {"ID": "1", "AMOUNT": "9"}, table=LEDGER), commit("1.1.1", 101)],
+        initial_rows={"ledger": [ENTRY]},
+    )
+    assert result.errors == []
+    assert ledger(result) == {
+        (Decimal(1),): {"ID": Decimal(1), "AMOUNT": Decimal("9.00"), "NOTE": "a"}
+    }
+
+
+def test_an_lcr_an_error_handler_skips_is_handled_and_one_that_fails_again_keeps_its_error() -> (
+    None
+):
+    settings = apply_settings(
+        error_handled(("DEFAULT", "skip_missing_rows")), disable_on_error=False
+    )
+    result = reference_apply(
+        settings,
+        [
+            delete("1.1.1", 100, {"ID": "7"}, table=LEDGER),  # 26787: skipped
+            insert("1.1.1", 101, {"ID": "3"}, table=LEDGER),
+            commit("1.1.1", 102),
+            insert("1.2.1", 110, {"ID": "4"}, table=LEDGER),
+            insert("1.2.1", 111, ENTRY, table=LEDGER),  # 00001: returned unchanged
+            commit("1.2.1", 112),
+        ],
+        initial_rows={"ledger": [ENTRY]},
+    )
+    error = only_error(result)
+    assert (error.source_transaction_id, error.error_number, error.message_number) == (
+        "1.2.1",
+        1,
+        2,
+    )
+    assert sorted(ledger(result)) == [(Decimal(1),), (Decimal(3),)]
+    assert result.applied_transactions == [(DB, "1.1.1")]
+
+
+def test_an_update_conflict_handler_resolves_first_and_the_error_handler_refuses_the_rest() -> None:
+    settings = apply_settings(
+        error_handled(
+            ("UPDATE", "refuse_with_the_error"),
+            handlers=(ConflictHandler("OVERWRITE", ("AMOUNT",), "AMOUNT"),),
+        ),
+        disable_on_error=False,
+    )
+    result = reference_apply(
+        settings,
+        [
+            update("1.1.1", 100, {"ID": "1", "AMOUNT": "4"}, {"AMOUNT": "6"}, table=LEDGER),
+            commit("1.1.1", 101),
+            update("1.2.1", 110, {"ID": "1", "NOTE": "z"}, {"NOTE": "b"}, table=LEDGER),
+            commit("1.2.1", 111),
+        ],
+        initial_rows={"ledger": [ENTRY]},
+    )
+    error = only_error(result)
+    assert (error.source_transaction_id, error.error_number) == ("1.2.1", 20000)
+    assert error.error_message.startswith("ORA-20000: could not apply: ")
+    assert "26786" in error.error_message
+    assert ledger(result)[(Decimal(1),)]["AMOUNT"] == Decimal("6.00")
+
+
+def test_workloads_with_error_handlers_draw_every_combination_and_their_errors() -> None:
+    drawn: dict[str, int] = {}
+    refused = 0
+
+    @hypothesis_settings(
+        max_examples=60,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(workloads(dml_handlers=True, error_handlers=True, disable_on_error=False))
+    def check(workload: Workload) -> None:
+        nonlocal refused
+        settings = apply_process_from_config(workload.process, workload.definitions)
+        result = reference_apply(settings, workload.lcrs, workload.initial)
+        refused += sum(error.error_number == 20000 for error in result.errors)
+        for table in workload.process["tables"]:
+            for handler in table.get("error_handlers", ()):
+                name = f"{handler['operation']}:{handler['user_procedure'].rpartition(':')[2]}"
+                drawn[name] = drawn.get(name, 0) + 1
+
+    check()
+    assert set(drawn) == {
+        "DEFAULT:skip_missing_rows",
+        "INSERT:insert_duplicate_as_update",
+        "UPDATE:apply_without_comparing",
+        "DELETE:apply_without_comparing",
+        "DEFAULT:refuse_with_the_error",
+        "UPDATE:refuse_with_the_error",
+    }, drawn
+    assert refused >= 3, refused
+
+
+# ---------------------------------------------------------------------------------------------
 # Rule 10: CREATE TABLE (D20)
 # ---------------------------------------------------------------------------------------------
 

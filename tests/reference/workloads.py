@@ -19,6 +19,7 @@ then discarded by the apply.
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -623,6 +624,7 @@ def workloads(
     create_tables: bool = False,
     dml_handlers: bool = False,
     rename_tables: bool = False,
+    error_handlers: bool = False,
 ) -> Workload:
     """One differential-test workload. ``disable_on_error`` fixes that parameter (None: drawn);
     ``typed`` adds columns of every contract type to the tables, a few per table;
@@ -642,7 +644,9 @@ def workloads(
     ``CREATE TABLE`` of a dropped one (D20: its destination made again, empty; later
     transactions write it again); ``dml_handlers`` gives each table one of the example DML
     handlers' combinations (D21: deletes ignored, negative amounts refused, NOTE set by an
-    UPDATE handler, inserts checked with the rest ignored), drawn last. All off by default, so the other callers' derandomized draws
+    UPDATE handler, inserts checked with the rest ignored), drawn last; ``error_handlers`` gives
+    each table one of the example error handlers' combinations (D22, none sharing an operation
+    with its DML handler), drawn after them. All off by default, so the other callers' derandomized draws
     do not move."""
     sources = SOURCES[: draw(st.integers(1, 2))]
     specs = [
@@ -914,6 +918,16 @@ def workloads(
             chosen = draw(st.sampled_from(DML_HANDLER_CHOICES))
             if chosen:
                 table["dml_handlers"] = [dict(handler) for handler in chosen]
+    if error_handlers:
+        for table in tables:
+            choices = [
+                choice
+                for choice in ERROR_HANDLER_CHOICES
+                if not _share_an_operation(table.get("dml_handlers", ()), choice)
+            ]
+            chosen = draw(st.sampled_from(choices))
+            if chosen:
+                table["error_handlers"] = [dict(handler) for handler in chosen]
     return Workload(process, definitions, lcrs, initial_rows)
 
 
@@ -928,6 +942,39 @@ DML_HANDLER_CHOICES: tuple[tuple[dict[str, str], ...], ...] = (
     (_example("UPDATE", "note_handled"),),
     (_example("INSERT", "refuse_negative_amounts"), _example("DEFAULT", "ignore")),
 )
+
+
+# D22: a DEFAULT handler skipping missing rows; duplicate inserts turned into updates and
+# conflicting updates and deletes applied without comparing; duplicates turned into updates
+# with every other error refused; updates refused.
+ERROR_HANDLER_CHOICES: tuple[tuple[dict[str, str], ...], ...] = (
+    (),
+    (_example("DEFAULT", "skip_missing_rows"),),
+    (
+        _example("INSERT", "insert_duplicate_as_update"),
+        _example("UPDATE", "apply_without_comparing"),
+        _example("DELETE", "apply_without_comparing"),
+    ),
+    (
+        _example("INSERT", "insert_duplicate_as_update"),
+        _example("DEFAULT", "refuse_with_the_error"),
+    ),
+    (_example("UPDATE", "refuse_with_the_error"),),
+)
+OPERATIONS = ("INSERT", "UPDATE", "DELETE", "LOB_UPDATE")
+
+
+def _share_an_operation(
+    dml_handlers: Sequence[Mapping[str, str]], error_handlers: Sequence[Mapping[str, str]]
+) -> bool:
+    """A procedure DML handler and an error handler for the same operation: Oracle refuses it
+    (every example DML handler is a procedure)."""
+
+    def covered(handlers: Sequence[Mapping[str, str]]) -> set[str]:
+        named = {handler["operation"] for handler in handlers}
+        return set(OPERATIONS) if "DEFAULT" in named else named
+
+    return bool(covered(dml_handlers) & covered(error_handlers))
 
 
 def _virtual_dependencies(draw: st.DrawFn, specs: list[_TableSpec]) -> dict[str, Any]:

@@ -283,6 +283,18 @@ def test_engine_matches_the_reference_with_dml_handlers(
     run_and_compare(spark, catalog, tmp_path, sharing_one_apply(batch), batches=1)
 
 
+# Seeds 30 and 33: the example error handlers of D22 over six workloads sharing one apply;
+# with them the reference queues 6 (seed 30) and 3 (seed 33) error transactions fewer than
+# without, and 1 and 3 get ORA-20000 from a handler refusing the LCR.
+@pytest.mark.slow
+@pytest.mark.parametrize("seeded", [30, 33])
+def test_engine_matches_the_reference_with_error_handlers(
+    spark: SparkSession, catalog: Catalog, tmp_path: Path, seeded: int
+) -> None:
+    batch = drawn(6, workloads(disable_on_error=False, error_handlers=True), seeded)
+    run_and_compare(spark, catalog, tmp_path, sharing_one_apply(batch), batches=1)
+
+
 # Seed 21: two workloads rename a table (ALTER TABLE ... RENAME TO, D16), and twenty row LCRs
 # then name it by its new name.
 @pytest.mark.slow  # each DDL is a cycle of its own

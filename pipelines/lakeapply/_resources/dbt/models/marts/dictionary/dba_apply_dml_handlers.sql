@@ -1,12 +1,52 @@
--- DBA_APPLY_DML_HANDLERS: the DML handlers of each apply process's destination tables. A
--- procedure handler is a Python callable (USER_PROCEDURE, package.module:function), a statement
--- handler a Spark SQL query over the LCRs (HANDLER_NAME, its text in STATEMENT). lakeapply has
--- no error handlers yet, so ERROR_HANDLER is always N.
+-- DBA_APPLY_DML_HANDLERS: the DML and error handlers of each apply process's destination
+-- tables. A procedure handler is a Python callable (USER_PROCEDURE, package.module:function), a
+-- statement handler a Spark SQL query over the LCRs (HANDLER_NAME, its text in STATEMENT). An
+-- error handler (ERROR_HANDLER = Y) is always a procedure handler.
 with
+
+dml_handlers as (
+
+    select * from {{ ref('stg_lakeapply__dml_handlers') }}
+
+),
+
+error_handlers as (
+
+    select * from {{ ref('stg_lakeapply__error_handlers') }}
+
+),
 
 handlers as (
 
-    select * from {{ ref('stg_lakeapply__dml_handlers') }}
+    select
+        apply_name,
+        source_database,
+        object_owner,
+        object_name,
+        operation_name,
+        handler_type,
+        user_procedure,
+        handler_name,
+        statement,
+        'N' as error_handler
+
+    from dml_handlers
+
+    union all
+
+    select
+        apply_name,
+        source_database,
+        object_owner,
+        object_name,
+        operation_name,
+        'PROCEDURE HANDLER' as handler_type,
+        user_procedure,
+        cast(null as string) as handler_name,
+        cast(null as string) as statement,
+        'Y' as error_handler
+
+    from error_handlers
 
 ),
 
@@ -18,7 +58,7 @@ final as (
         operation_name as OPERATION_NAME,
         user_procedure as USER_PROCEDURE,
         handler_type as HANDLER_TYPE,
-        'N' as ERROR_HANDLER,
+        error_handler as ERROR_HANDLER,
         cast(null as string) as APPLY_DATABASE_LINK,
         apply_name as APPLY_NAME,
         case
