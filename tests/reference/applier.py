@@ -741,7 +741,7 @@ def _ddl_changes(settings: ApplyProcess, transaction: _Transaction, lcr: dict[st
         return _truncated(settings, transaction, lcr) is not None
     if lcr["command_type"] == "DROP TABLE":
         return _dropped(settings, transaction, lcr) is not None
-    if lcr["command_type"] == "ALTER TABLE":
+    if lcr["command_type"] in ALTERING:
         return _altered(settings, transaction, lcr) is not None
     if lcr["command_type"] == "CREATE TABLE":
         try:
@@ -1113,6 +1113,22 @@ _ALTER_STATEMENTS = (
 )
 
 
+ALTERING = ("ALTER TABLE", "RENAME")
+_RENAME = re.compile(r"RENAME (\w+) TO (\w+)", re.IGNORECASE)
+
+
+def _alter_text(lcr: dict[str, Any]) -> str:
+    """D16: Oracle's ``RENAME t TO u`` renames a table of the LCR's schema (the session's own):
+    the same as ``ALTER TABLE owner.t RENAME TO u``."""
+    if lcr["command_type"] != "RENAME":
+        return str(lcr["ddl_text"])
+    match = _RENAME.fullmatch(lcr["ddl_text"].strip())
+    if match is None:
+        raise ValueError(f"reference: a RENAME it does not model: {lcr['ddl_text']!r}")
+    old, new = (name.upper() for name in match.groups())
+    return f"ALTER TABLE {lcr['object_owner']}.{old} RENAME TO {new}"
+
+
 def _alter_statement(ddl_text: str) -> tuple[str, str, str, str, str]:
     """(owner, table, ADD | MODIFY | DROP | RENAME, column, type or new name) (D16, D12)."""
     for pattern in _ALTER_STATEMENTS:
@@ -1128,7 +1144,7 @@ def _altered(
 ) -> Destination | None:
     """D16: the destination an ALTER TABLE changes (None: no destination, or committed at or
     below its instantiation SCN)."""
-    owner, table, *_ = _alter_statement(lcr["ddl_text"])
+    owner, table, *_ = _alter_statement(_alter_text(lcr))
     database = transaction.source_database
     instantiation_scn = settings.instantiation_scn(database, owner, table)
     assert transaction.commit_scn is not None
@@ -1142,14 +1158,14 @@ def _alter_table(
 ) -> ApplyProcess:
     """D16: one column DDL applied to the destination's definition and rows (``staged``, in
     place); returns the settings with the new definition."""
-    if lcr["command_type"] != "ALTER TABLE":
+    if lcr["command_type"] not in ALTERING:
         return settings
     destination = _altered(settings, transaction, lcr)
     if destination is None:
         return settings
     if destination.dropped:
         raise _no_such_table(destination)
-    _, _, action, column, argument = _alter_statement(lcr["ddl_text"])
+    _, _, action, column, argument = _alter_statement(_alter_text(lcr))
     definition = destination.definition
     names = definition.column_names
     where = f"table {definition.qualified_name}"

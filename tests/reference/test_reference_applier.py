@@ -1567,7 +1567,7 @@ def test_a_date_column_holding_values_becomes_a_timestamp_keeping_them() -> None
     assert rows[(Decimal(2),)]["OPENED"] == datetime(2014, 1, 1, 10, 0, 0, 123456)
 
 
-def test_rename_to_makes_the_destination_follow_the_new_name_unless_a_destination_has_it() -> None:
+def test_renaming_makes_the_destination_follow_the_new_name_unless_a_destination_has_it() -> None:
     renamed = replace(ACCOUNT, name="ACCOUNTS")
     result = reference_apply(
         apply_settings(destination(), destination(AUDIT), disable_on_error=False),
@@ -1575,7 +1575,12 @@ def test_rename_to_makes_the_destination_follow_the_new_name_unless_a_destinatio
             insert("1.1.1", 100, ALICE),
             commit("1.1.1", 101),
             alter("2.2.2", 102, "RENAME TO AUDIT_LOG"),  # APP.AUDIT_LOG is a destination: 00955
-            alter("3.3.3", 103, "RENAME TO ACCOUNTS"),
+            # Oracle's RENAME statement: a table of the LCR's schema, as ALTER TABLE RENAME TO.
+            {
+                **alter("3.3.3", 103, ""),
+                "command_type": "RENAME",
+                "ddl_text": "RENAME ACCOUNT TO ACCOUNTS",
+            },
             insert("4.4.4", 104, BOB, table=renamed),
             commit("4.4.4", 105),
             insert("5.5.5", 106, {**BOB, "ID": "3"}),  # the old name: no destination now
@@ -2305,7 +2310,7 @@ def test_workloads_with_rule_transformations_rename_tables_and_schemas_and_delet
     routed_elsewhere = 0  # row LCRs a rename_table routed to another table's destination
 
     @hypothesis_settings(
-        max_examples=60,
+        max_examples=100,
         derandomize=True,
         database=None,
         deadline=None,

@@ -372,6 +372,35 @@ def test_a_dml_handler_is_a_procedure_or_a_statement_not_both(tmp_path: Path) ->
     )
 
 
+def test_error_handlers_load_and_never_share_an_operation_with_a_procedure_dml_handler(
+    tmp_path: Path,
+) -> None:
+    skip = {"operation": "DEFAULT", "user_procedure": "uni.handlers:skip_missing_rows"}
+    (settings,) = _load(tmp_path, _process(tables=[_table(error_handlers=[skip])]))
+    assert [(h.operation.value, h.label) for h in settings.tables[0].error_handlers] == [
+        ("DEFAULT", "uni.handlers:skip_missing_rows")
+    ]
+    _fails(
+        tmp_path,
+        "apply_processes/0/tables/0/error_handlers/0/operation",
+        ".*: a procedure DML handler and an error handler cannot be set for the same operation",
+        _process(
+            tables=[
+                _table(
+                    dml_handlers=[{"operation": "DELETE", "user_procedure": "a.b:c"}],
+                    error_handlers=[skip],
+                )
+            ]
+        ),
+    )
+    _fails(
+        tmp_path,
+        "apply_processes/0/tables/0/error_handlers/0",
+        "'user_procedure' is a required property",
+        _process(tables=[_table(error_handlers=[{"operation": "INSERT"}])]),
+    )
+
+
 def test_rule_sets_load_with_the_negative_and_positive_rules_in_order(tmp_path: Path) -> None:
     rules = {
         "negative": [{"source_database": "ORCL", "schema": "US03", "table": "AUDIT"}],

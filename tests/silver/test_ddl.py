@@ -116,20 +116,20 @@ def test_a_varchar2_holding_values_becomes_a_char_of_its_size_with_the_values_pa
     assert rows == [(1, "ab   "), (2, None), (3, "cd   ")]
 
 
-def test_rename_to_makes_the_destination_follow_the_new_name_unless_it_is_taken(
+def test_renaming_makes_the_destination_follow_the_new_name_unless_it_is_taken(
     spark: SparkSession, lakeapply: LakeapplyHarness
 ) -> None:
     ledger = table_definition("BANK.LEDGER", {"ID": "NUMBER(6)"}, primary_key=["ID"])
     lakeapply.configure(apply_settings(ACCOUNT, ledger, disable_on_error=False))
 
-    def rename(transaction_id: str, to: str) -> Any:
-        ddl = f"ALTER TABLE BANK.ACCOUNT RENAME TO {to}"
+    def rename(transaction_id: str, ddl: str) -> Any:
         return lakeapply.txn(transaction_id=transaction_id).ddl("BANK.ACCOUNT", ddl).commit()
 
     lakeapply.run(
         lakeapply.txn(transaction_id="1.1.1").insert("BANK.ACCOUNT", ID=1, BALANCE=10).commit(),
-        rename("1.1.2", "LEDGER"),  # another destination's name: ORA-00955
-        rename("1.1.3", "ACCOUNTS"),
+        # another destination's name: ORA-00955
+        rename("1.1.2", "ALTER TABLE BANK.ACCOUNT RENAME TO LEDGER"),
+        rename("1.1.3", "RENAME ACCOUNT TO ACCOUNTS"),  # Oracle's statement: the LCR's schema
         lakeapply.txn(transaction_id="1.1.4").insert("BANK.ACCOUNTS", ID=2, BALANCE=5).commit(),
         # The old name names no destination any more: not routed, like an unmapped table.
         lakeapply.txn(transaction_id="1.1.5").insert("BANK.ACCOUNT", ID=3, BALANCE=1).commit(),
@@ -407,12 +407,23 @@ def test_a_resumed_modify_runs_only_the_steps_its_table_still_lacks() -> None:
         ("ALTER TABLE X ADD (D DATE DEFAULT SYSDATE)", 3001),
         ("ALTER TABLE (", 900),
         ("ALTER SESSION SET NLS_DATE_FORMAT = 'YYYY'", 3001),
+        ("RENAME HR.EMP TO STAFF", 1765),  # Oracle: RENAME is for the session's own schema
+        ("RENAME EMP", 900),
     ],
 )
 def test_ddl_the_sink_cannot_apply_raises_the_oracle_error(text: str, number: int) -> None:
     with pytest.raises(DdlError) as raised:
         parse_ddl(text, "HR")
     assert raised.value.number == number
+
+
+@pytest.mark.parametrize(
+    "text", ["RENAME EMP TO STAFF", "rename emp to staff", 'RENAME "EMP" TO "STAFF"']
+)
+def test_a_standalone_rename_renames_a_table_of_the_lcrs_schema_like_alter_table(
+    text: str,
+) -> None:
+    assert parse_ddl(text, "HR") == parse_ddl("ALTER TABLE HR.EMP RENAME TO STAFF", "HR")
 
 
 def test_constraints_grants_and_comments_are_ignored() -> None:

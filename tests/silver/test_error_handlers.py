@@ -4,6 +4,8 @@ but no relevant update conflict handler" and the handler combinations after it).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from chispa import assert_df_equality
 
@@ -240,4 +242,30 @@ def test_an_error_handler_may_share_an_operation_with_a_statement_handler_or_ano
                 ],
             )
         )
+    )
+
+
+def test_execute_all_errors_runs_an_error_handler_set_after_the_transaction_was_queued(
+    lakeapply: LakeapplyHarness,
+) -> None:
+    accounts = destination(ACCOUNTS, silver_table="accounts")
+    lakeapply.configure(apply_settings(accounts, disable_on_error=False))
+    lakeapply.run(
+        lakeapply.txn(transaction_id="1.1.1").insert("APP.ACCOUNT", ID=1, HOLDER="Ann").commit(),
+        lakeapply.txn(transaction_id="1.2.1")
+        .delete("APP.ACCOUNT", ID=9)  # ORA-26787: the row is not there
+        .update("APP.ACCOUNT", old={"ID": 1, "HOLDER": "Ann"}, new={"HOLDER": "Bo"})
+        .commit(),
+    )
+    assert [e.error_number for e in lakeapply.error_queue().collect()] == [26787]
+
+    skipping = ErrorHandler(DmlOperation.DEFAULT, f"{EXAMPLES}:skip_missing_rows")
+    lakeapply.configure(
+        apply_settings(replace(accounts, error_handlers=(skipping,)), disable_on_error=False)
+    )
+    lakeapply.execute_all_errors()
+
+    assert lakeapply.error_queue().count() == 0
+    assert_df_equality(
+        lakeapply.silver("accounts"), lakeapply.expected("accounts", [(1, "Bo", None)])
     )

@@ -32,6 +32,7 @@ INVALID_STATEMENT = 900  # ORA-00900: invalid SQL statement
 INVALID_IDENTIFIER = 904  # ORA-00904: invalid identifier (unknown column)
 DUPLICATE_COLUMN = 957  # ORA-00957: duplicate column name
 UNIMPLEMENTED = 3001  # ORA-03001: unimplemented feature
+OWNER_IN_RENAME = 1765  # ORA-01765: specifying owner's name of the table is not allowed
 TABLE_NOT_FOUND = 942  # ORA-00942: table or view does not exist
 NAME_IN_USE = 955  # ORA-00955: name is already used by an existing object
 RENAME_TABLE = "RENAME TABLE"  # ALTER TABLE t RENAME TO u: the destination follows the new name
@@ -304,18 +305,28 @@ def parse_ddl(text: str, default_owner: str | None) -> DdlStatement:
             return DdlStatement(CREATE_TABLE_AS_SELECT, owner, table)
         return DdlStatement("IGNORED", None, None, reason=f"CREATE {kind} changes no table rows")
     if isinstance(parsed, exp.Command):
-        verb = str(parsed.this).upper()
-        rest = str(parsed.args.get("expression") or "").strip()
-        if verb == "ALTER" and rest.upper().startswith("TABLE"):
-            return _alter_modify(rest, text, default_owner)
-        if verb in IGNORED_COMMANDS:
-            return DdlStatement("IGNORED", None, None, reason=f"{verb} changes no table rows")
-        raise DdlError(UNIMPLEMENTED, f"{verb} statements are not applied: {text}")
+        return _command(parsed, text, default_owner)
     if isinstance(parsed, exp.Grant | exp.Comment):
         return DdlStatement("IGNORED", None, None, reason="changes no table rows")
     if isinstance(parsed, exp.Alter):
         return _alter(parsed, text, default_owner)
     raise DdlError(UNIMPLEMENTED, f"this statement is not applied: {text}")
+
+
+def _command(parsed: exp.Command, text: str, default_owner: str | None) -> DdlStatement:
+    """A statement sqlglot keeps as an opaque Command: ALTER TABLE ... MODIFY, RENAME, and
+    statements that change no rows or are not applied."""
+    verb = str(parsed.this).upper()
+    expression = parsed.args.get("expression") or ""
+    # The rest of the text: a plain string, or a string Literal (its text, not its SQL).
+    rest = str(expression.this if isinstance(expression, exp.Literal) else expression).strip()
+    if verb == "ALTER" and rest.upper().startswith("TABLE"):
+        return _alter_modify(rest, text, default_owner)
+    if verb == "RENAME":
+        return _rename(rest, text, default_owner)
+    if verb in IGNORED_COMMANDS:
+        return DdlStatement("IGNORED", None, None, reason=f"{verb} changes no table rows")
+    raise DdlError(UNIMPLEMENTED, f"{verb} statements are not applied: {text}")
 
 
 def _unique_keys(schema: exp.Schema, table: str) -> list[dict[str, Any]]:
@@ -397,6 +408,29 @@ def _alter(parsed: exp.Alter, text: str, default_owner: str | None) -> DdlStatem
     if dropped:
         return DdlStatement("DROP", owner, table, dropped=tuple(dropped))
     return DdlStatement("IGNORED", owner, table, reason="no column change")
+
+
+def _rename(rest: str, text: str, default_owner: str | None) -> DdlStatement:
+    """RENAME t TO u (sqlglot keeps it as a Command): Oracle's statement for an object of the
+    session's own schema, for a table the same as ALTER TABLE t RENAME TO u."""
+    tokens = sqlglot.tokenize(rest, read="oracle")
+    to = [
+        number
+        for number, token in enumerate(tokens)
+        if token.text.upper() == "TO" and token.token_type is not TokenType.IDENTIFIER
+    ]
+    if len(to) != 1 or to[0] == 0 or to[0] == len(tokens) - 1:
+        raise DdlError(INVALID_STATEMENT, f"expected RENAME old_name TO new_name: {text}")
+    at = to[0]
+    old, new = rest[: tokens[at].start].strip(), rest[tokens[at].end + 1 :].strip()
+    if any(token.token_type is TokenType.DOT for token in tokens[:at]):
+        raise DdlError(
+            OWNER_IN_RENAME, f"specifying owner's name of the table is not allowed: {text}"
+        )
+    parsed = _parse(f"ALTER TABLE {old} RENAME TO {new}", text)
+    if not isinstance(parsed, exp.Alter):
+        raise DdlError(INVALID_STATEMENT, f"expected RENAME old_name TO new_name: {text}")
+    return _alter(parsed, text, default_owner)
 
 
 def _alter_modify(rest: str, text: str, default_owner: str | None) -> DdlStatement:

@@ -577,10 +577,12 @@ class TransactionBuilder:
         scn: int | None = None,
     ) -> TransactionBuilder:
         """A DDL LCR on ``table`` (``OWNER.NAME``) with its statement text. ``command_type``
-        defaults to the statement's first two words (``ALTER TABLE``, ``TRUNCATE TABLE``, ...)."""
+        defaults to the statement's first two words (``ALTER TABLE``, ``TRUNCATE TABLE``, ...),
+        or to ``RENAME`` for Oracle's ``RENAME t TO u``."""
         owner, _ = _split_object(table)
         words = ddl_text.split()
-        kind = command_type or " ".join(words[:2]).upper()
+        one_word = words[:1] if words[:1] and words[0].upper() == "RENAME" else words[:2]
+        kind = command_type or " ".join(one_word).upper()
         if not kind:
             raise InvalidLcrError("a DDL LCR needs its statement text or a command_type")
         self._row(
