@@ -51,7 +51,7 @@ def test_dbt_build_creates_every_view_and_passes_every_test(gold: Gold) -> None:
     report = gold.report
     assert report.success, report.failures
     assert report.models == 41  # 20 staging, 3 intermediate, 18 marts
-    assert report.unit_tests_passed == 8
+    assert report.unit_tests_passed == 9
     assert report.tests_passed >= 40
     assert (report.tests_failed, report.tests_warned, report.errors, report.skipped) == (0, 0, 0, 0)
 

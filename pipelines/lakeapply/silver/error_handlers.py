@@ -87,10 +87,12 @@ def handle_errors(
         .join(inputs.messages, list(MESSAGE_ID))
     )
     calls: dict[tuple[DestinationTable, ErrorHandler], list[MessageId]] = {}
-    for row in failing.select(*MESSAGE_ID, "silver_table", "command_type").collect():
-        table = _live_table(settings, str(row.silver_table))
+    source_object = ("object_owner", "object_name")
+    for row in failing.select(*MESSAGE_ID, *source_object, "command_type").collect():
+        # Its source object's table: sources may share a silver table, not their handlers.
+        table = settings.table_for(row.source_database_name, row.object_owner, row.object_name)
         handler = None if table is None else table.error_handler_for(str(row.command_type))
-        if table is not None and handler is not None:  # one row per failing transaction
+        if table is not None and not table.dropped and handler is not None:
             message = (row.source_database_name, row.transaction_id, int(row.message_number))
             calls.setdefault((table, handler), []).append(message)
     if not calls:
@@ -120,12 +122,6 @@ def handle_errors(
     return ErrorHandling(
         replace(inputs, staged=staged, fold_input=fold_input, bounds=bounds, buckets=buckets),
         handled | frozenset(handled_now),
-    )
-
-
-def _live_table(settings: ApplySettings, silver_table: str) -> DestinationTable | None:
-    return next(
-        (t for t in settings.tables if t.silver_table == silver_table and not t.dropped), None
     )
 
 

@@ -1,6 +1,8 @@
 -- Every version of every destination table's definition: the one declared in lakeapply.yml
 -- (version 0; none for a table made by CREATE TABLE) and then each one a DDL transaction
--- recorded (rule 10), numbered from 1 in the order the engine applied them. The engine applies
+-- recorded (rule 10), numbered from 1 in the order the engine applied them. A destination is
+-- its silver table (as the engine versions it): a RENAME TO continues its versions under the
+-- new source name. The engine applies
 -- each cycle with the last recorded version (silver/plan.py, versioned_settings), so the
 -- current version here is the last one, declared or not. key_columns_json is the key the apply
 -- identifies rows by (rule 5, as lakeapply.contract.table_definitions.TableDefinition.key_columns):
@@ -29,18 +31,26 @@ key_columns as (
 
 substitute_keys as (
 
+    -- by silver table: a renamed table keeps its key columns under its new name
     select
-        apply_name,
-        source_database,
-        object_owner,
-        object_name,
+        key_columns.apply_name,
+        key_columns.source_database,
+        destination_tables.silver_table,
         transform(
-            array_sort(collect_list(struct(column_position, column_name))),
+            array_sort(
+                collect_list(struct(key_columns.column_position, key_columns.column_name))
+            ),
             key_column -> key_column.column_name
         ) as substitute_key
 
     from key_columns
-    group by apply_name, source_database, object_owner, object_name
+    inner join destination_tables
+        on
+            key_columns.apply_name = destination_tables.apply_name
+            and key_columns.source_database = destination_tables.source_database
+            and key_columns.object_owner = destination_tables.object_owner
+            and key_columns.object_name = destination_tables.object_name
+    group by key_columns.apply_name, key_columns.source_database, destination_tables.silver_table
 
 ),
 
@@ -68,11 +78,12 @@ ddl_versions as (
     select
         apply_name,
         source_database,
-        object_owner,
-        object_name,
+        -- the source name as this version has it (a RENAME TO's version: the new name)
+        coalesce(get_json_object(definition_json, '$.owner'), object_owner) as object_owner,
+        coalesce(get_json_object(definition_json, '$.name'), object_name) as object_name,
         silver_table,
         row_number() over (
-            partition by apply_name, source_database, object_owner, object_name
+            partition by apply_name, source_database, silver_table
             order by cycle_id, commit_scn, transaction_id, ddl_text
         ) as version_number,
         commit_scn,
@@ -110,8 +121,7 @@ parsed as (
         on
             versions.apply_name = substitute_keys.apply_name
             and versions.source_database = substitute_keys.source_database
-            and versions.object_owner = substitute_keys.object_owner
-            and versions.object_name = substitute_keys.object_name
+            and versions.silver_table = substitute_keys.silver_table
 
 ),
 
@@ -191,10 +201,10 @@ final as (
         ) as key_columns_json,
         coalesce(get_json_object(definition_json, '$.dropped') = 'true', false) as is_dropped,
         version_number = max(version_number) over (
-            partition by apply_name, source_database, object_owner, object_name
+            partition by apply_name, source_database, silver_table
         ) as is_current,
         min(version_number) over (
-            partition by apply_name, source_database, object_owner, object_name
+            partition by apply_name, source_database, silver_table
         ) = 0 as is_declared
 
     from keyed
