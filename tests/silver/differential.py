@@ -469,6 +469,17 @@ def _at(progress: dict[str, Any], source: str, field: str) -> Any:
     return getattr(progress[source], field) if source in progress else None
 
 
+def _difference(field: str, expected: Comparable, actual: Comparable) -> str:
+    """The field, and for a list what only one side has (a failing seed's diff at a glance)."""
+    want, got = expected[field], actual[field]
+    if not isinstance(want, list) or not isinstance(got, list):
+        return field
+    return (
+        f"{field}: only the engine's {[x for x in got if x not in want]}, "
+        f"only the reference's {[x for x in want if x not in got]}"
+    )
+
+
 def compare(expected: Comparable, actual: Comparable, batches: int) -> None:
     """Assert the engine's result equals the reference's, field by field (clear diffs)."""
     if expected["aborted"]:
@@ -485,7 +496,7 @@ def compare(expected: Comparable, actual: Comparable, batches: int) -> None:
                 assert oldest is None or reference_oldest is None or oldest >= reference_oldest
             del expected["oldest_scn"]
     for field in expected:
-        assert actual[field] == expected[field], field
+        assert actual[field] == expected[field], _difference(field, expected, actual)
 
 
 # ---------------------------------------------------------------------------------------------
