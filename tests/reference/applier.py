@@ -96,12 +96,14 @@ D19 Rule transformations (a positive rule's ``transformations``): on a row LCR t
     the destination table's own D13 steps. DDL LCRs are not transformed.
 
 D21 DML handlers (a table's ``dml_handlers``): a row LCR that passed D2, D13/D19, rule 3 (not
-    discarded, an instantiation SCN exists) and whose table is not dropped goes to the handler
+    discarded, an instantiation SCN exists) and whose table is not dropped goes to the handlers
     of its operation (INSERT, UPDATE, DELETE; LOB WRITE/TRIM/ERASE are LOB_UPDATE), else to the
-    table's DEFAULT handler, by its registered name (``dml_handlers.py``: this module's own
-    row versions). What the handler returns is applied in the LCR's place; None applies
-    nothing (the transaction goes on); an ``error_message`` makes the transaction an error
-    transaction failing at that message with ORA-20000. The transaction's messages stay the
+    table's DEFAULT handlers, by their registered names (``dml_handlers.py``: this module's own
+    row versions; a statement handler's by its handler_name). Each gets the original LCR; what
+    each returns is applied in the LCR's place, the procedure handler's first, then the
+    statement handlers' by name; None applies nothing (the transaction goes on); an
+    ``error_message`` makes the transaction an error transaction failing at that message with
+    ORA-20000. The transaction's messages stay the
     LCRs as they were before the handler. Dependencies (D15, D17) are those of the LCRs before
     the handler.
 
@@ -110,10 +112,10 @@ D22 Error handlers (a table's ``error_handlers``): a row LCR of D21 that raises 
     nor 00942, raised before it) goes to the error handler of its operation, else the table's
     DEFAULT error handler, by its registered name (``dml_handlers.py`` ``ROW_ERROR_HANDLERS``),
     as it was before any DML handler, with ``raised_error_number`` and
-    ``raised_error_message``. What it returns is applied in the LCR's place as it is (no DML
-    handler); None applies nothing (the transaction goes on); an error it raises, or an
-    ``error_message`` it sets (ORA-20000), makes the transaction an error transaction failing
-    at that message.
+    ``raised_error_message``, after what the LCR's DML handlers executed before the error is
+    rolled back. What it returns is applied in the LCR's place as it is (no DML handler); None
+    applies nothing (the transaction goes on); an error it raises, or an ``error_message`` it
+    sets (ORA-20000), makes the transaction an error transaction failing at that message.
 
 Late input is not modelled: the reference applies one arrival sequence at once, so a COMMIT that
 lands before some of its LCRs simply groups with them, and no watermark is passed before a COMMIT
@@ -208,7 +210,7 @@ from .config import (
     definition_from_document,
 )
 from .config import column_type as kinds_column_type
-from .dml_handlers import ROW_ERROR_HANDLERS, ROW_HANDLERS
+from .dml_handlers import ROW_ERROR_HANDLERS, ROW_HANDLERS, ROW_STATEMENT_HANDLERS
 
 ROW_COMMANDS = ("INSERT", "UPDATE", "DELETE")
 LOB_COMMANDS = ("LOB WRITE", "LOB ERASE", "LOB TRIM")
@@ -906,12 +908,17 @@ def _apply_transaction(
                 continue
             if table.dropped:
                 raise _no_such_table(table)
+            # A savepoint before the LCR: what its handlers executed before an error is
+            # rolled back before the error handler (D22) gets the LCR.
+            handled = bool(table.dml_handlers or table.error_handlers)
+            rows = dict(staged[table.silver_table]) if handled else staged[table.silver_table]
             try:
-                executed = _handled(table, lcr)  # D21: the table's DML handler, if any
-                if executed is not None:
-                    _apply_row_lcr(table, staged[table.silver_table], executed)
+                for executed in _handled(table, lcr):  # D21: the table's DML handlers, if any
+                    _apply_row_lcr(table, rows, executed)
             except ApplyRowError as error:
-                _error_handled(table, staged[table.silver_table], lcr, error)  # D22
+                rows = dict(staged[table.silver_table])
+                _error_handled(table, rows, lcr, error)  # D22
+            staged[table.silver_table] = rows
             applied += 1
         except ApplyRowError as error:
             # Rule 8: the first failing LCR makes the whole transaction an error transaction.
@@ -954,17 +961,27 @@ def _apply_transaction(
     )
 
 
-def _handled(table: Destination, lcr: dict[str, Any]) -> dict[str, Any] | None:
-    """D21: the LCR to execute in place of ``lcr``, None when its handler executes nothing."""
-    handler = table.dml_handler(lcr["command_type"])
-    if handler is None:
-        return lcr
-    procedure = handler.get("user_procedure")
-    if procedure not in ROW_HANDLERS:
-        raise ValueError(f"the reference has no row version of DML handler {handler}")  # D12
-    executed = ROW_HANDLERS[procedure](dict(lcr))
-    if executed is not None and executed.get("error_message") is not None:
-        raise _ora(20000, str(executed["error_message"]))
+def _handled(table: Destination, lcr: dict[str, Any]) -> list[dict[str, Any]]:
+    """D21: the LCRs to execute in place of ``lcr``: itself without a handler, else what each
+    of its operation's handlers returns for it, in their order (None: nothing)."""
+    handlers = table.dml_handlers_for(lcr["command_type"])
+    if not handlers:
+        return [lcr]
+    executed: list[dict[str, Any]] = []
+    for handler in handlers:
+        if "statement" in handler:
+            name = handler.get("handler_name")
+            row_version = ROW_STATEMENT_HANDLERS.get(name or "")
+        else:
+            name = handler.get("user_procedure")
+            row_version = ROW_HANDLERS.get(name or "")
+        if row_version is None:
+            raise ValueError(f"the reference has no row version of DML handler {handler}")  # D12
+        result = row_version(dict(lcr))
+        if result is not None and result.get("error_message") is not None:
+            raise _ora(20000, str(result["error_message"]))
+        if result is not None:
+            executed.append(result)
     return executed
 
 

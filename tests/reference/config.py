@@ -198,9 +198,16 @@ class Destination:
             return min(usable)[2]
         return tuple(c.name for c in self.definition.columns if c.kind not in LOB_KINDS)
 
-    def dml_handler(self, command_type: str) -> Mapping[str, Any] | None:
-        """D21: the handler of the LCR's operation, else the DEFAULT one."""
-        return _of_operation(self.dml_handlers, command_type)
+    def dml_handlers_for(self, command_type: str) -> list[Mapping[str, Any]]:
+        """D21: the handlers of the LCR's operation, else the DEFAULT ones: the procedure
+        handler first, then the statement handlers by name."""
+        operation = "LOB_UPDATE" if command_type.startswith("LOB ") else command_type
+        own = [h for h in self.dml_handlers if h["operation"] == operation]
+        chosen = own or [h for h in self.dml_handlers if h["operation"] == "DEFAULT"]
+        return sorted(
+            chosen,
+            key=lambda h: (0, "") if "statement" not in h else (1, h.get("handler_name", "")),
+        )
 
     def error_handler(self, command_type: str) -> Mapping[str, Any] | None:
         """D22: the error handler of the LCR's operation, else the DEFAULT one."""

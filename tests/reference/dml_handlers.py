@@ -78,3 +78,39 @@ ROW_ERROR_HANDLERS: dict[str, Callable[[Lcr], Lcr | None]] = {
     f"{EXAMPLES}:apply_without_comparing": _apply_without_comparing,
     f"{EXAMPLES}:refuse_with_the_error": _refuse_with_the_error,
 }
+
+
+def _mirror_negative(lcr: Lcr) -> Lcr | None:
+    return {
+        **lcr,
+        "new_values": [
+            {**v, "value": str(-int(Decimal(str(v["value"]).strip())))}
+            if v["column_name"] == "ID" and v["value"] is not None
+            else v
+            for v in lcr.get("new_values") or []
+        ],
+    }
+
+
+def _as_captured(lcr: Lcr) -> Lcr | None:
+    return lcr
+
+
+# The statement handlers' Spark SQL (what lakeapply.yml declares and the engine runs): an
+# INSERT's copy under the key -ID, and the LCR as captured. Beside each other on one operation
+# each gets the original LCR, and both copies are inserted.
+MIRROR_NEGATIVE = (
+    "SELECT * EXCEPT (new_values), "
+    "transform(new_values, v -> CASE WHEN v.column_name = 'ID' AND v.value IS NOT NULL "
+    "THEN named_struct('column_name', v.column_name, 'data_type', v.data_type, "
+    "'value', CAST(-CAST(trim(v.value) AS DECIMAL(38,0)) AS STRING)) ELSE v END) AS new_values "
+    "FROM {lcrs}"
+)
+AS_CAPTURED = "SELECT * FROM {lcrs}"
+STATEMENTS = {"MIRROR_NEGATIVE": MIRROR_NEGATIVE, "AS_CAPTURED": AS_CAPTURED}
+
+# D21: the statement handlers' row versions, by the handler_name the tests give them.
+ROW_STATEMENT_HANDLERS: dict[str, Callable[[Lcr], Lcr | None]] = {
+    "MIRROR_NEGATIVE": _mirror_negative,
+    "AS_CAPTURED": _as_captured,
+}

@@ -32,6 +32,7 @@ from .config import (
     column_type,
     definition_from_document,
 )
+from .dml_handlers import STATEMENTS
 from .workloads import Workload, workloads
 
 # The public contract files, read as files (the reference imports nothing from the package).
@@ -2428,6 +2429,27 @@ def test_an_operations_own_handler_wins_over_default_and_its_lcr_is_what_is_exec
     }
 
 
+def test_each_handler_of_an_operation_gets_the_original_lcr_and_all_they_return_executes() -> None:
+    statements = tuple(
+        {"operation": "INSERT", "handler_name": name, "statement": STATEMENTS[name]}
+        for name in ("MIRROR_NEGATIVE", "AS_CAPTURED")
+    )
+    settings = apply_settings(destination(LEDGER, dml_handlers=statements), disable_on_error=False)
+    result = reference_apply(
+        settings,
+        [
+            insert("1.1.1", 100, ENTRY, table=LEDGER),
+            commit("1.1.1", 101),
+            insert("1.2.1", 110, {"ID": "4"}, table=LEDGER),
+            insert("1.2.1", 111, {"ID": "1"}, table=LEDGER),  # 00001 for both copies
+            commit("1.2.1", 112),
+        ],
+    )
+    assert sorted(ledger(result)) == [(Decimal(-1),), (Decimal(1),)]
+    error = only_error(result)
+    assert (error.error_number, error.message_number) == (1, 2)
+
+
 def test_a_dml_handler_never_sees_lcrs_below_the_instantiation_scn() -> None:
     settings = apply_settings(
         handled(("DEFAULT", "refuse_negative_amounts"), instantiation_scn=105),
@@ -2445,7 +2467,7 @@ def test_workloads_with_dml_handlers_draw_every_combination_and_their_errors() -
     refused = 0
 
     @hypothesis_settings(
-        max_examples=60,
+        max_examples=100,
         derandomize=True,
         database=None,
         deadline=None,
@@ -2459,9 +2481,17 @@ def test_workloads_with_dml_handlers_draw_every_combination_and_their_errors() -
         refused += sum(error.error_number == 20000 for error in result.errors)
         for table in workload.process["tables"]:
             for handler in table.get("dml_handlers", ()):
-                name = f"{handler['operation']}:{handler['user_procedure'].rpartition(':')[2]}"
+                label = handler.get("handler_name") or handler["user_procedure"].rpartition(":")[2]
+                name = f"{handler['operation']}:{label}"
                 drawn[name] = drawn.get(name, 0) + 1
+        nonlocal mirrored
+        mirrored += sum(
+            isinstance(key[0], Decimal) and key[0] < 0
+            for rows in result.tables.values()
+            for key in rows
+        )
 
+    mirrored = 0
     check()
     assert set(drawn) == {
         "DELETE:ignore",
@@ -2469,8 +2499,11 @@ def test_workloads_with_dml_handlers_draw_every_combination_and_their_errors() -
         "UPDATE:note_handled",
         "INSERT:refuse_negative_amounts",
         "DEFAULT:ignore",
+        "INSERT:MIRROR_NEGATIVE",
+        "INSERT:AS_CAPTURED",
     }, drawn
     assert refused >= 3, refused
+    assert mirrored >= 5, mirrored  # rows a second statement handler inserted
 
 
 # ---------------------------------------------------------------------------------------------
@@ -2560,7 +2593,7 @@ def test_workloads_with_error_handlers_draw_every_combination_and_their_errors()
     refused = 0
 
     @hypothesis_settings(
-        max_examples=60,
+        max_examples=100,
         derandomize=True,
         database=None,
         deadline=None,

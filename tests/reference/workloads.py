@@ -25,7 +25,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from .dml_handlers import EXAMPLES
+from .dml_handlers import EXAMPLES, STATEMENTS
 
 Lcr = dict[str, Any]
 SourceRow = dict[str, Any]  # column -> raw LCR value
@@ -644,7 +644,8 @@ def workloads(
     ``CREATE TABLE`` of a dropped one (D20: its destination made again, empty; later
     transactions write it again); ``dml_handlers`` gives each table one of the example DML
     handlers' combinations (D21: deletes ignored, negative amounts refused, NOTE set by an
-    UPDATE handler, inserts checked with the rest ignored), drawn last; ``error_handlers`` gives
+    UPDATE handler, inserts checked with the rest ignored, inserts copied under -ID by a
+    statement handler beside one executing them as captured), drawn last; ``error_handlers`` gives
     each table one of the example error handlers' combinations (D22, none sharing an operation
     with its DML handler), drawn after them. All off by default, so the other callers' derandomized draws
     do not move."""
@@ -935,12 +936,18 @@ def _example(operation: str, function: str) -> dict[str, str]:
     return {"operation": operation, "user_procedure": f"{EXAMPLES}:{function}"}
 
 
+def _statement(operation: str, name: str) -> dict[str, str]:
+    return {"operation": operation, "handler_name": name, "statement": STATEMENTS[name]}
+
+
 DML_HANDLER_CHOICES: tuple[tuple[dict[str, str], ...], ...] = (
     (),
     (_example("DELETE", "ignore"),),
     (_example("DEFAULT", "refuse_negative_amounts"),),
     (_example("UPDATE", "note_handled"),),
     (_example("INSERT", "refuse_negative_amounts"), _example("DEFAULT", "ignore")),
+    # Two statement handlers of one operation: each gets the original INSERT.
+    (_statement("INSERT", "MIRROR_NEGATIVE"), _statement("INSERT", "AS_CAPTURED")),
 )
 
 
@@ -968,13 +975,14 @@ def _share_an_operation(
     dml_handlers: Sequence[Mapping[str, str]], error_handlers: Sequence[Mapping[str, str]]
 ) -> bool:
     """A procedure DML handler and an error handler for the same operation: Oracle refuses it
-    (every example DML handler is a procedure)."""
+    (a statement handler may share it)."""
 
     def covered(handlers: Sequence[Mapping[str, str]]) -> set[str]:
         named = {handler["operation"] for handler in handlers}
         return set(OPERATIONS) if "DEFAULT" in named else named
 
-    return bool(covered(dml_handlers) & covered(error_handlers))
+    procedures = [handler for handler in dml_handlers if "user_procedure" in handler]
+    return bool(covered(procedures) & covered(error_handlers))
 
 
 def _virtual_dependencies(draw: st.DrawFn, specs: list[_TableSpec]) -> dict[str, Any]:

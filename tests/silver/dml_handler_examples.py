@@ -6,6 +6,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from tests.reference.dml_handlers import STATEMENTS
+
 
 def soft_delete(lcrs: DataFrame) -> DataFrame:
     """A DELETE becomes an UPDATE that marks the row deleted: the destination keeps history."""
@@ -68,6 +70,10 @@ UPPER_HOLDER = (
     "THEN named_struct('column_name', v.column_name, 'data_type', v.data_type, "
     "'value', upper(v.value)) ELSE v END) AS new_values FROM {lcrs}"
 )
+
+# Statement handlers the reference has row versions of (by handler_name).
+MIRROR_NEGATIVE = STATEMENTS["MIRROR_NEGATIVE"]
+AS_CAPTURED = STATEMENTS["AS_CAPTURED"]
 
 
 # Error handlers: each gets the failing LCRs with raised_error_number / raised_error_message.

@@ -12,7 +12,7 @@ from lakeapply.silver import admin
 from lakeapply.silver.settings import DmlOperation
 from lakeapply.silver.validation import validate_settings
 from lakeapply.testing import LakeapplyHarness, apply_settings, destination, table_definition
-from tests.silver.dml_handler_examples import UPPER_HOLDER
+from tests.silver.dml_handler_examples import AS_CAPTURED, MIRROR_NEGATIVE, UPPER_HOLDER
 
 EXAMPLES = "tests.silver.dml_handler_examples"
 ACCOUNTS = table_definition(
@@ -116,6 +116,39 @@ def test_a_statement_handler_rewrites_values_and_default_handles_the_operations_
     )
 
 
+def test_each_handler_of_an_operation_gets_the_original_lcrs_and_all_they_return_applies(
+    lakeapply: LakeapplyHarness,
+) -> None:
+    statements = [
+        {"operation": "INSERT", "handler_name": "MIRROR_NEGATIVE", "statement": MIRROR_NEGATIVE},
+        {"operation": "INSERT", "handler_name": "AS_CAPTURED", "statement": AS_CAPTURED},
+    ]
+    lakeapply.configure(
+        apply_settings(
+            destination(ACCOUNTS, silver_table="accounts", dml_handlers=statements),
+            disable_on_error=False,
+        )
+    )
+
+    lakeapply.run(
+        lakeapply.txn(transaction_id="1.1.1").insert("APP.ACCOUNT", ID=1, HOLDER="Ann").commit(),
+        lakeapply.txn(transaction_id="1.2.1")
+        .insert("APP.ACCOUNT", ID=4)
+        .insert("APP.ACCOUNT", ID=1)  # both copies exist: ORA-00001 at message 2
+        .commit(),
+    )
+
+    assert_df_equality(
+        lakeapply.silver("accounts"),
+        lakeapply.expected("accounts", [(-1, "Ann", None, None), (1, "Ann", None, None)]),
+        ignore_row_order=True,
+    )
+    errors = lakeapply.error_queue().collect()
+    assert [(e.source_transaction_id, e.error_number, e.message_number) for e in errors] == [
+        ("1.2.1", 1, 2)
+    ]
+
+
 def test_a_handler_that_drops_a_column_the_apply_needs_fails_the_cycle_by_name(
     lakeapply: LakeapplyHarness,
 ) -> None:
@@ -150,11 +183,27 @@ def test_handlers_are_published_set_by_the_admin_api_and_read_back(
         user_procedure=f"{EXAMPLES}:soft_delete",
     )
 
+    call = (lakeapply.spark, lakeapply.catalog, settings.apply_name)
+    where = (settings.tables[0].source_database, "APP.ACCOUNT")
+    # ADD_STMT_HANDLER beside the unnamed one, then a procedure handler for the operation too
+    admin.set_dml_handler(*call, *where, "INSERT", statement=AS_CAPTURED, handler_name="COPY")
+    admin.set_dml_handler(*call, *where, "INSERT", user_procedure=f"{EXAMPLES}:ignore")
+    admin.set_dml_handler(*call, *where, "INSERT", user_procedure=f"{EXAMPLES}:note_handled")
+
     loaded = admin.load_settings(lakeapply.spark, lakeapply.catalog, settings.apply_name)
     handlers = loaded.tables[0].dml_handlers
     assert [(h.operation, h.handler_type, h.label) for h in handlers] == [
         (DmlOperation.DELETE, "PROCEDURE HANDLER", f"{EXAMPLES}:soft_delete"),
+        (DmlOperation.INSERT, "PROCEDURE HANDLER", f"{EXAMPLES}:note_handled"),
         (DmlOperation.INSERT, "STMT HANDLER", "statement handler"),
+        (DmlOperation.INSERT, "STMT HANDLER", "COPY"),
+    ]
+    admin.set_dml_handler(*call, *where, "INSERT", handler_name="COPY")  # removes COPY only
+    loaded = admin.load_settings(lakeapply.spark, lakeapply.catalog, settings.apply_name)
+    assert [h.label for h in loaded.tables[0].dml_handlers] == [
+        f"{EXAMPLES}:soft_delete",
+        f"{EXAMPLES}:note_handled",
+        "statement handler",
     ]
     with pytest.raises(ConfigurationError, match="unknown operation 'MERGE'"):
         admin.set_dml_handler(
@@ -176,13 +225,27 @@ def test_handlers_are_published_set_by_the_admin_api_and_read_back(
                 {"operation": "DELETE", "user_procedure": "a.b:c"},
                 {"operation": "DELETE", "user_procedure": "a.b:d"},
             ],
-            "already has a DML handler for DELETE",
+            "already has a procedure DML handler for DELETE",
+        ),
+        (
+            [
+                {"operation": "INSERT", "statement": "SELECT * FROM {lcrs}"},
+                {"operation": "INSERT", "statement": "SELECT * FROM {lcrs} WHERE 1 = 1"},
+            ],
+            "already has an unnamed statement handler for INSERT",
+        ),
+        (
+            [
+                {"operation": "INSERT", "statement": "SELECT * FROM {lcrs}", "handler_name": "A"},
+                {"operation": "INSERT", "statement": "SELECT * FROM {lcrs}", "handler_name": "A"},
+            ],
+            "already has a statement handler named 'A' for INSERT",
         ),
         ([{"operation": "UPDATE", "user_procedure": "a.b"}], "package.module:function"),
         ([{"operation": "UPDATE", "statement": "SELECT 1"}], r"read the LCRs as \{lcrs\}"),
     ],
 )
-def test_a_table_takes_one_handler_per_operation_each_named_or_reading_its_lcrs(
+def test_an_operation_takes_one_procedure_handler_and_named_statement_handlers(
     handlers: list[dict[str, str]], problem: str
 ) -> None:
     with pytest.raises(ConfigurationError, match=problem):

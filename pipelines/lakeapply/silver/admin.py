@@ -619,7 +619,10 @@ def _destination_tables(
                     step for _, step in sorted(steps.get(key, []), key=lambda item: item[0])
                 ),
                 dml_handlers=tuple(
-                    sorted(dml_handlers.get(key, []), key=lambda h: h.operation.value)
+                    sorted(
+                        dml_handlers.get(key, []),
+                        key=lambda h: (h.operation.value, *h.execution_order),
+                    )
                 ),
                 error_handlers=tuple(
                     sorted(error_handlers.get(key, []), key=lambda h: h.operation.value)
@@ -976,9 +979,11 @@ def set_dml_handler(
     handler_name: str | None = None,
     error_handler: bool = False,
 ) -> None:
-    """SET_DML_HANDLER: the handler of one operation of a table (replacing the one it had);
-    neither ``user_procedure`` nor ``statement`` removes it. ``error_handler`` sets (or removes)
-    the operation's error handler instead, a ``user_procedure`` only."""
+    """SET_DML_HANDLER: the procedure handler of one operation of a table (replacing the one it
+    had), or ADD_STMT_HANDLER: a statement handler (replacing the one of its ``handler_name``);
+    neither ``user_procedure`` nor ``statement`` removes the statement handler named
+    ``handler_name``, or without a name every handler of the operation. ``error_handler`` sets
+    (or removes) the operation's error handler instead, a ``user_procedure`` only."""
     procedure = "SET_DML_HANDLER"
     settings = load_settings(spark, catalog, apply_name)
     table = _find_table(settings, source_database, object_name, procedure)
@@ -1011,17 +1016,33 @@ def set_dml_handler(
             table, error_handlers=tuple(sorted(errors, key=lambda h: h.operation.value))
         )
     else:
-        handlers = tuple(h for h in table.dml_handlers if h.operation is not operation)
+        # SET_DML_HANDLER replaces the operation's procedure handler; a statement handler
+        # replaces the one of its name (ADD_STMT_HANDLER); neither removes the one named, or
+        # without a name every handler of the operation.
+        def replaced(handler: DmlHandler) -> bool:
+            if handler.operation is not operation:
+                return False
+            if user_procedure is not None:
+                return handler.statement is None
+            if statement is not None or handler_name is not None:
+                return handler.statement is not None and handler.handler_name == handler_name
+            return True
+
+        handlers = tuple(h for h in table.dml_handlers if not replaced(h))
         if user_procedure is not None or statement is not None:
             handlers = (*handlers, DmlHandler(operation, user_procedure, statement, handler_name))
         elif len(handlers) == len(table.dml_handlers):
+            named = f" named {handler_name!r}" if handler_name else ""
             raise _fail(
                 settings.apply_name,
                 procedure,
-                f"no DML handler for {operation.value} on {object_name}",
+                f"no DML handler{named} for {operation.value} on {object_name}",
             )
         changed = replace(
-            table, dml_handlers=tuple(sorted(handlers, key=lambda h: h.operation.value))
+            table,
+            dml_handlers=tuple(
+                sorted(handlers, key=lambda h: (h.operation.value, *h.execution_order))
+            ),
         )
     _publish(spark, catalog, _with_table(settings, changed), settings)
 

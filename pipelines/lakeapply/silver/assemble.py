@@ -36,7 +36,7 @@ from lakeapply.silver.cycle_state import (
     materialize,
 )
 from lakeapply.silver.ddl_apply import ddl_barrier
-from lakeapply.silver.dml_handlers import HANDLER_ERROR, run_dml_handlers
+from lakeapply.silver.dml_handlers import HANDLER_ERROR, HANDLER_SEQUENCE, run_dml_handlers
 from lakeapply.silver.keys import (
     KeyBounds,
     key_bounds,
@@ -170,6 +170,7 @@ def _fold_input(
         "discarded",
         "static_error_number",
         "static_error_message",
+        HANDLER_SEQUENCE,
     )
     fold_input = lcr_rows.unionByName(
         current.select(F.lit("ROW").alias("kind"), "*"), allowMissingColumns=True
@@ -299,12 +300,14 @@ def stage_row_lcrs(
 
 
 def stage_messages(settings: ApplySettings, executed: DataFrame) -> DataFrame:
-    """Each LCR to execute (``STAGE_INPUT_COLUMNS``, the value images and ``HANDLER_ERROR``)
+    """Each LCR to execute (``STAGE_INPUT_COLUMNS``, the value images, ``HANDLER_ERROR`` and
+    ``HANDLER_SEQUENCE``)
     staged: instantiation-SCN discard, keys, conversion, static errors (materialized)."""
     # Only what the stage and the fold read crosses into Python (not the raw line, not lineage).
     to_stage = executed.select(
         *STAGE_INPUT_COLUMNS,
         HANDLER_ERROR,
+        HANDLER_SEQUENCE,
         # A NULL column value is data ("value": null), not an absent field.
         F.to_json("old_values", {"ignoreNullFields": "false"}).alias("old_json"),
         F.to_json("new_values", {"ignoreNullFields": "false"}).alias("new_json"),

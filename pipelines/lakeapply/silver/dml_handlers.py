@@ -33,13 +33,17 @@ from lakeapply.silver.settings import ApplySettings, DestinationTable, DmlHandle
 HANDLER_ERROR_NUMBER = 20000
 ERROR_MESSAGE = "error_message"  # what a handler sets to raise an error for an LCR
 HANDLER_ERROR = "handler_error_message"  # the full ORA-20000 text the stage reports
+# Where an executed LCR stands among those executed for one message: 0 for the LCR itself (no
+# handler, or an error handler's), n for the n-th handler of its operation in execution order.
+HANDLER_SEQUENCE = "handler_sequence"
 
 
 def run_dml_handlers(
     messages: DataFrame, settings: ApplySettings, executed_columns: tuple[str, ...]
 ) -> DataFrame:
     """``messages`` (the cycle's routed row LCRs) with the handled ones replaced by what their
-    handlers return, as ``executed_columns`` plus :data:`HANDLER_ERROR`."""
+    handlers return, as ``executed_columns`` plus :data:`HANDLER_ERROR` and
+    :data:`HANDLER_SEQUENCE` (an operation's handlers each get the original LCRs)."""
     no_error = F.lit(None).cast("string").alias(HANDLER_ERROR)
     handled: list[DataFrame] = []
     unhandled = messages
@@ -54,14 +58,16 @@ def run_dml_handlers(
             & (F.col("object_name") == name)
             & (F.col("commit_scn") > instantiation_scn)
         )
-        for handler, commands in table.dml_handler_commands():
+        for sequence, (handler, commands) in enumerate(table.dml_handler_commands(), start=1):
             selected = executed & F.col("command_type").isin(*commands)
             returned = call_handler(handler, table, messages.where(selected))
             handled.append(
-                executed_lcrs(returned, handler, table, messages.schema, executed_columns)
+                executed_lcrs(
+                    returned, handler, table, messages.schema, executed_columns
+                ).withColumn(HANDLER_SEQUENCE, F.lit(sequence))
             )
             unhandled = unhandled.where(~F.coalesce(selected, F.lit(False)))
-    result = unhandled.select(*executed_columns, no_error)
+    result = unhandled.select(*executed_columns, no_error, F.lit(0).alias(HANDLER_SEQUENCE))
     for part in handled:
         result = result.unionByName(part)
     return result

@@ -33,7 +33,12 @@ from pyspark.sql import functions as F
 from lakeapply.errors import ApplyError
 from lakeapply.silver.assemble import STAGE_INPUT_COLUMNS, fold_input_for, stage_messages
 from lakeapply.silver.cycle_state import Cycle, CycleInput, materialize
-from lakeapply.silver.dml_handlers import call_handler, executed_lcrs, handler_text
+from lakeapply.silver.dml_handlers import (
+    HANDLER_SEQUENCE,
+    call_handler,
+    executed_lcrs,
+    handler_text,
+)
 from lakeapply.silver.settings import ApplySettings, DestinationTable, ErrorHandler
 
 RAISED_ERROR_NUMBER = "raised_error_number"
@@ -104,7 +109,9 @@ def handle_errors(
         cycle.progress(f"{handler_text(handler, table)}: {len(messages)} failing LCR(s)")
         returned = call_handler(handler, table, given)
         replacements.append(
-            executed_lcrs(returned, handler, table, inputs.messages.schema, executed_columns)
+            executed_lcrs(
+                returned, handler, table, inputs.messages.schema, executed_columns
+            ).withColumn(HANDLER_SEQUENCE, F.lit(0))
         )
     executed = replacements[0]
     for part in replacements[1:]:

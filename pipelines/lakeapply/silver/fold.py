@@ -148,6 +148,8 @@ def _transactions_in_commit_order(
             r["source_database_name"],
             r["transaction_id"],
             r["message_number"],
+            # several handlers of one operation each execute LCRs for one message
+            _integer(r.get("handler_sequence")) or 0,
         ),
     )
     transactions: dict[Position, list[dict[str, Any]]] = {}

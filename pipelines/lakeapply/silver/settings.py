@@ -106,13 +106,16 @@ DML_OPERATION_COMMANDS = {
 
 @dataclass(frozen=True)
 class DmlHandler:
-    """SET_DML_HANDLER: replaces the default apply of a table's row LCRs of one operation.
+    """SET_DML_HANDLER / ADD_STMT_HANDLER: replaces the default apply of a table's row LCRs of
+    one operation.
 
     Set-based: the handler gets a DataFrame of those LCRs (the contract's columns) and returns
     the LCRs to execute in their place, changed or not; an LCR it leaves out is handled without
     being executed, and an ``error_message`` it sets fails the LCR's transaction (ORA-20000).
     A procedure handler is a Python callable named ``package.module:function``; a statement
-    handler is a Spark SQL query that reads the LCRs as ``{lcrs}``.
+    handler is a Spark SQL query that reads the LCRs as ``{lcrs}``. An operation has at most one
+    procedure handler and any number of statement handlers (each named): each gets the original
+    LCRs, and what they all return is executed, in :attr:`execution_order`.
     """
 
     operation: DmlOperation
@@ -127,6 +130,12 @@ class DmlHandler:
     @property
     def label(self) -> str:
         return self.user_procedure or self.handler_name or "statement handler"
+
+    @property
+    def execution_order(self) -> tuple[int, str]:
+        """Oracle runs an operation's handlers "in any order"; lakeapply fixes one: the
+        procedure handler first, then the statement handlers by name."""
+        return (0, "") if self.statement is None else (1, self.handler_name or "")
 
 
 @dataclass(frozen=True)
@@ -156,23 +165,22 @@ AnyHandler = TypeVar("AnyHandler", DmlHandler, ErrorHandler)
 def commands_per_handler(
     handlers: Sequence[AnyHandler],
 ) -> list[tuple[AnyHandler, tuple[str, ...]]]:
-    """Each handler with the command types it handles: an operation's own handler first,
-    DEFAULT for the operations without one."""
-    own = {h.operation: h for h in handlers if h.operation is not DmlOperation.DEFAULT}
-    default = next((h for h in handlers if h.operation is DmlOperation.DEFAULT), None)
-    handled: list[tuple[AnyHandler, tuple[str, ...]]] = [
-        (handler, DML_OPERATION_COMMANDS[op]) for op, handler in own.items()
+    """Each handler with the command types it handles, in execution order: an operation's own
+    handlers first, the DEFAULT ones for the operations without one."""
+    own = {h.operation for h in handlers if h.operation is not DmlOperation.DEFAULT}
+    rest = tuple(
+        command
+        for operation, commands in DML_OPERATION_COMMANDS.items()
+        if operation not in own
+        for command in commands
+    )
+    return [
+        (handler, DML_OPERATION_COMMANDS[handler.operation])
+        if handler.operation is not DmlOperation.DEFAULT
+        else (handler, rest)
+        for handler in handlers
+        if handler.operation is not DmlOperation.DEFAULT or rest
     ]
-    if default is not None:
-        rest = tuple(
-            command
-            for operation, commands in DML_OPERATION_COMMANDS.items()
-            if operation not in own
-            for command in commands
-        )
-        if rest:
-            handled.append((default, rest))
-    return handled
 
 
 @dataclass(frozen=True)
@@ -204,8 +212,9 @@ class DestinationTable:
         return self.definition.key_columns(self.key_columns)
 
     def dml_handler_commands(self) -> list[tuple[DmlHandler, tuple[str, ...]]]:
-        """Each DML handler with the command types it handles."""
-        return commands_per_handler(self.dml_handlers)
+        """Each DML handler with the command types it handles, in execution order."""
+        ordered = sorted(self.dml_handlers, key=lambda h: h.execution_order)
+        return commands_per_handler(ordered)
 
     def error_handler_for(self, command_type: str) -> ErrorHandler | None:
         """The error handler of an LCR's command type: its operation's own, else DEFAULT."""

@@ -201,9 +201,10 @@ USER_PROCEDURE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*", re.AS
 
 
 def _check_dml_handlers(table: DestinationTable, where: str, fail: Fail) -> None:
-    """One handler per operation (Oracle's procedure DML handlers), each either a callable
-    named ``package.module:function`` or a Spark SQL statement over ``{lcrs}``."""
-    operations: dict[str, int] = {}
+    """Per operation, at most one procedure handler (a callable named
+    ``package.module:function``) and any number of statement handlers (Spark SQL over
+    ``{lcrs}``), each statement handler with its own name (ADD_STMT_HANDLER's handler_name)."""
+    seen: dict[tuple[str, str], int] = {}
     for number, handler in enumerate(table.dml_handlers):
         handler_where = f"{where}/{number}"
         if (handler.user_procedure is None) == (handler.statement is None):
@@ -222,13 +223,23 @@ def _check_dml_handlers(table: DestinationTable, where: str, fail: Fail) -> None
                 "the statement must read the LCRs as {lcrs} (e.g. SELECT * FROM {lcrs})",
             )
         operation = handler.operation.value
-        if operation in operations:
+        if handler.statement is None:
+            identity = (operation, "")
+            problem = f"already has a procedure DML handler for {operation}"
+        else:
+            identity = (operation, handler.handler_name or "")
+            problem = (
+                f"already has a statement handler named {handler.handler_name!r} for {operation}"
+                if handler.handler_name
+                else f"already has an unnamed statement handler for {operation} (name each of "
+                "an operation's statement handlers: handler_name)"
+            )
+        if identity in seen:
             raise fail(
                 f"{handler_where}/operation",
-                f"{table.definition.qualified_name} already has a DML handler for {operation} "
-                f"({where}/{operations[operation]})",
+                f"{table.definition.qualified_name} {problem} ({where}/{seen[identity]})",
             )
-        operations[operation] = number
+        seen[identity] = number
 
 
 def _check_error_handlers(table: DestinationTable, where: str, fail: Fail) -> None:
