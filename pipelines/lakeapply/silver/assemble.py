@@ -109,6 +109,35 @@ def routed_row_lcrs(
     return rows.withColumn("message_number", F.row_number().over(order))
 
 
+def with_group_ids(staged: DataFrame) -> DataFrame:
+    """The staged LCRs with their fold group: one key, or one component of keys linked by
+    key-changing updates (keyless LCRs: the static group)."""
+    links = staged.where(F.col("moved_key_text").isNotNull()).select(
+        "silver_table", "key_text", "moved_key_text"
+    )
+    if links.limit(1).count() == 0:
+        return staged.withColumn("group_id", F.coalesce("key_text", F.lit(STATIC_GROUP)))
+    components = key_components(links)
+    return (
+        staged.join(components, ["silver_table", "key_text"], "left")
+        .withColumn("group_id", F.coalesce("component", "key_text", F.lit(STATIC_GROUP)))
+        .drop("component")
+    )
+
+
+def unhandled_staged(settings: ApplySettings, messages: DataFrame) -> DataFrame:
+    """The messages staged as if no DML handler ran: what dependencies are computed from
+    (Oracle computes them before the handlers)."""
+    executed = messages.select(
+        *STAGE_INPUT_COLUMNS,
+        "old_values",
+        "new_values",
+        F.lit(None).cast("string").alias(HANDLER_ERROR),
+        F.lit(0).alias(HANDLER_SEQUENCE),
+    )
+    return stage_messages(settings, executed)
+
+
 def _fold_input(
     spark: SparkSession,
     catalog: Catalog,
@@ -121,18 +150,7 @@ def _fold_input(
 
     A group is one key, or one component of keys linked by key-changing updates.
     """
-    links = staged.where(F.col("moved_key_text").isNotNull()).select(
-        "silver_table", "key_text", "moved_key_text"
-    )
-    if links.limit(1).count() == 0:
-        lcr_part = staged.withColumn("group_id", F.coalesce("key_text", F.lit(STATIC_GROUP)))
-    else:
-        components = key_components(links)
-        lcr_part = (
-            staged.join(components, ["silver_table", "key_text"], "left")
-            .withColumn("group_id", F.coalesce("component", "key_text", F.lit(STATIC_GROUP)))
-            .drop("component")
-        )
+    lcr_part = with_group_ids(staged)
     keys = (
         lcr_part.select("silver_table", "group_id", F.col("key_text"))
         .unionByName(

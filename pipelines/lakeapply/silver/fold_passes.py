@@ -17,6 +17,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from lakeapply.silver.assemble import unhandled_staged, with_group_ids
 from lakeapply.silver.components import transaction_components
 from lakeapply.silver.cycle_state import Cycle, CycleInput, FoldOutcome, materialize
 from lakeapply.silver.dependent import held_transactions
@@ -145,8 +146,12 @@ def dependent_fold(
     A later independent transaction that fails is held back too (not queued): the apply is
     already aborting, and it retries after START_APPLY, like it would under FULL."""
     fold_input, buckets = inputs.fold_input, inputs.buckets
-    touches = fold_input.where(F.col("kind") == "LCR").select(*TOUCH_COLUMNS)
-    virtual = virtual_touches(inputs.staged, cycle.settings)
+    # Dependencies are those of the LCRs before any DML or error handler (Oracle computes them
+    # first): with handlers, the messages are staged again without them.
+    handled = any(t.dml_handlers or t.error_handlers for t in cycle.settings.tables)
+    staged = unhandled_staged(cycle.settings, inputs.messages) if handled else inputs.staged
+    touches = with_group_ids(staged).select(*TOUCH_COLUMNS)
+    virtual = virtual_touches(staged, cycle.settings)
     if virtual is not None:
         touches = touches.unionByName(virtual)
     touches = materialize(touches.distinct())
