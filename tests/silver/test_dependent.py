@@ -10,7 +10,14 @@ from lakeapply.silver.cycle_state import ABORT_STATUS_CRASH_POINT, CRASH_POINTS,
 from lakeapply.silver.dependent import held_transactions
 from lakeapply.silver.engine import apply_cycle
 from lakeapply.silver.settings import CommitSerialization, ObjectDependency, ValueDependency
-from lakeapply.testing import LakeapplyHarness, Transaction, apply_settings, table_definition
+from lakeapply.testing import (
+    LakeapplyHarness,
+    Transaction,
+    apply_settings,
+    destination,
+    table_definition,
+)
+from tests.reference.dml_handlers import STATEMENTS
 
 COLUMNS = ["source_database_name", "transaction_id", "commit_scn", "silver_table", "group_id"]
 
@@ -193,3 +200,29 @@ def test_virtual_dependencies_hold_back_what_the_destination_constraints_do_not_
     assert apply.apply_status() == "ABORTED"
     assert (_ids(apply, "HR.B"), _ids(apply, "HR.C")) == ([8], [])
     assert _marks(apply) == (110, 140)
+
+
+def test_dependencies_are_those_of_the_lcrs_before_the_dml_handlers(
+    lakeapply: LakeapplyHarness,
+) -> None:
+    """1.0.1 deletes A -2, which does not exist (ORA-26787: aborts). 1.0.2 inserts A 2, which
+    two statement handlers execute as A 2 and A -2: as captured it shares no row with 1.0.1, so
+    it is not held back (Oracle computes dependencies before the handlers)."""
+    mirrored = [
+        {"operation": "INSERT", "handler_name": name, "statement": STATEMENTS[name]}
+        for name in ("MIRROR_NEGATIVE", "AS_CAPTURED")
+    ]
+    lakeapply.configure(
+        apply_settings(
+            destination(A, dml_handlers=mirrored),
+            commit_serialization=CommitSerialization.DEPENDENT_TRANSACTIONS,
+        )
+    )
+
+    lakeapply.run(
+        lakeapply.txn(scn=100, transaction_id="1.0.1").delete("HR.A", ID=-2).commit(scn=110),
+        lakeapply.txn(scn=115, transaction_id="1.0.2").insert("HR.A", ID=2, V="y").commit(scn=120),
+    )
+
+    assert lakeapply.apply_status() == "ABORTED"
+    assert _ids(lakeapply, "HR.A") == [-2, 2]
