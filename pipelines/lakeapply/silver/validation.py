@@ -204,7 +204,7 @@ def _check_dml_handlers(table: DestinationTable, where: str, fail: Fail) -> None
     """Per operation, at most one procedure handler (a callable named
     ``package.module:function``) and any number of statement handlers (Spark SQL over
     ``{lcrs}``), each statement handler with its own name (ADD_STMT_HANDLER's handler_name)."""
-    seen: dict[tuple[str, str], int] = {}
+    seen: dict[tuple[str, str, str], int] = {}
     for number, handler in enumerate(table.dml_handlers):
         handler_where = f"{where}/{number}"
         if (handler.user_procedure is None) == (handler.statement is None):
@@ -224,10 +224,10 @@ def _check_dml_handlers(table: DestinationTable, where: str, fail: Fail) -> None
             )
         operation = handler.operation.value
         if handler.statement is None:
-            identity = (operation, "")
+            identity = (operation, "PROCEDURE HANDLER", "")
             problem = f"already has a procedure DML handler for {operation}"
         else:
-            identity = (operation, handler.handler_name or "")
+            identity = (operation, "STMT HANDLER", handler.handler_name or "")
             problem = (
                 f"already has a statement handler named {handler.handler_name!r} for {operation}"
                 if handler.handler_name
