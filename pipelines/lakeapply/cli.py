@@ -953,8 +953,10 @@ def set_dml_handler_command(
     handler_name: str | None,
     error_handler: bool,
 ) -> None:
-    """SET_DML_HANDLER: the handler of one operation of a table (neither --user-procedure nor
-    --statement: remove it); with --error-handler, its error handler."""
+    """SET_DML_HANDLER: the procedure handler of one operation of a table, or (--statement
+    with --handler-name) one of its statement handlers; neither --user-procedure nor
+    --statement removes the statement handler named by --handler-name, or every handler of the
+    operation; with --error-handler, its error handler."""
     _admin_call(
         obj,
         "set_dml_handler",
