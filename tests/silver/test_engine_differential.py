@@ -295,6 +295,17 @@ def test_engine_matches_the_reference_with_error_handlers(
     run_and_compare(spark, catalog, tmp_path, sharing_one_apply(batch), batches=1)
 
 
+# Seed 1: DML handlers and error handlers together (never a procedure DML handler and an error
+# handler of one operation); the reference queues 3 error transactions fewer with them.
+@pytest.mark.slow
+def test_engine_matches_the_reference_with_dml_and_error_handlers(
+    spark: SparkSession, catalog: Catalog, tmp_path: Path
+) -> None:
+    strategy = workloads(disable_on_error=False, dml_handlers=True, error_handlers=True)
+    batch = drawn(6, strategy, seeded=1)
+    run_and_compare(spark, catalog, tmp_path, sharing_one_apply(batch), batches=1)
+
+
 # Seed 21: two workloads rename a table (ALTER TABLE ... RENAME TO, D16), and twenty row LCRs
 # then name it by its new name.
 @pytest.mark.slow  # each DDL is a cycle of its own
