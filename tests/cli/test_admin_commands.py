@@ -181,11 +181,16 @@ def test_set_dml_handler_passes_a_procedure_or_a_statement_and_removes_with_neit
         "--statement", "SELECT * FROM {lcrs}", "--handler-name", "ALL",
     )  # fmt: skip
     _invoke("set-dml-handler", "APPLY_X", "ORCL", "HR.EMP", "DELETE")
+    _invoke(
+        "set-dml-handler", "APPLY_X", "ORCL", "HR.EMP", "UPDATE",
+        "--user-procedure", "h.m:g", "--error-handler",
+    )  # fmt: skip
     assert calls == [
-        ("set_dml_handler", ("APPLY_X", "ORCL", "HR.EMP", "DELETE", "h.m:f", None, None)),
+        ("set_dml_handler", ("APPLY_X", "ORCL", "HR.EMP", "DELETE", "h.m:f", None, None, False)),
         (
             "set_dml_handler",
-            ("APPLY_X", "ORCL", "HR.EMP", "INSERT", None, "SELECT * FROM {lcrs}", "ALL"),
+            ("APPLY_X", "ORCL", "HR.EMP", "INSERT", None, "SELECT * FROM {lcrs}", "ALL", False),
         ),
-        ("set_dml_handler", ("APPLY_X", "ORCL", "HR.EMP", "DELETE", None, None, None)),
+        ("set_dml_handler", ("APPLY_X", "ORCL", "HR.EMP", "DELETE", None, None, None, False)),
+        ("set_dml_handler", ("APPLY_X", "ORCL", "HR.EMP", "UPDATE", "h.m:g", None, None, True)),
     ]
