@@ -3,7 +3,7 @@ each takes the DataFrame of row LCRs it handles and returns the LCRs to execute 
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from tests.reference.dml_handlers import STATEMENTS
@@ -124,3 +124,101 @@ def refuse_with_the_error(lcrs: DataFrame) -> DataFrame:
 def two_for_one(lcrs: DataFrame) -> DataFrame:
     """A handler with a bug: it returns each failing LCR twice."""
     return lcrs.unionByName(lcrs)
+
+
+# Handlers that write another destination table of the apply (an audit or history table), as an
+# Oracle handler runs SQL on other tables inside the apply's transaction.
+
+
+def _value_of(column: str) -> Column:
+    """A column's value in the LCR: its new value, else its old one (a DELETE)."""
+
+    def named(images: str) -> Column:
+        return F.try_element_at(F.filter(images, lambda v: v["column_name"] == column), F.lit(1))
+
+    return F.coalesce(named("new_values")["value"], named("old_values")["value"])
+
+
+def _history_row(lcrs: DataFrame, object_name: str) -> DataFrame:
+    """One INSERT into ``object_name`` per LCR: the account, the operation, the commit SCN."""
+    values = [
+        ("ID", "NUMBER", _value_of("ID")),
+        ("OPERATION", "VARCHAR2", F.col("command_type")),
+        ("COMMIT_SCN", "NUMBER", F.col("commit_scn").cast("string")),
+        ("AMOUNT", "NUMBER", F.col("new_amount")),
+    ]
+    return (
+        lcrs.withColumn(
+            "new_amount",
+            F.try_element_at(
+                F.filter("new_values", lambda v: v["column_name"] == "AMOUNT"), F.lit(1)
+            )["value"],
+        )
+        .withColumns(
+            {
+                "command_type": F.lit("INSERT"),
+                "object_name": F.lit(object_name),
+                "old_values": F.lit(None).cast(lcrs.schema["old_values"].dataType),
+                "new_values": F.array(
+                    *(
+                        F.struct(
+                            F.lit(name).alias("column_name"),
+                            F.lit(data_type).alias("data_type"),
+                            value.alias("value"),
+                        )
+                        for name, data_type, value in values
+                    )
+                ),
+            }
+        )
+        .drop("new_amount")
+    )
+
+
+def record_history(lcrs: DataFrame) -> DataFrame:
+    """Each LCR executed as captured, and a row of APP.ACCOUNT_HISTORY recording it."""
+    return lcrs.unionByName(_history_row(lcrs, "ACCOUNT_HISTORY"))
+
+
+def record_history_in_a_missing_table(lcrs: DataFrame) -> DataFrame:
+    """A handler with a bug: it records history in a table the apply does not have."""
+    return lcrs.unionByName(_history_row(lcrs, "NO_SUCH_HISTORY"))
+
+
+def insert_duplicate_as_update_and_log_it(lcrs: DataFrame) -> DataFrame:
+    """:func:`insert_duplicate_as_update`, and a row of APP.ACCOUNT_HISTORY for each LCR it
+    fixes (OPERATION ``DUPLICATE``): one LCR per failing LCR and table."""
+    logged = _history_row(lcrs, "ACCOUNT_HISTORY").withColumn(
+        "new_values",
+        F.transform(
+            "new_values",
+            lambda v: F.when(
+                v["column_name"] == "OPERATION",
+                F.struct(
+                    v["column_name"].alias("column_name"),
+                    v["data_type"].alias("data_type"),
+                    F.lit("DUPLICATE").alias("value"),
+                ),
+            ).otherwise(v),
+        ),
+    )
+    return insert_duplicate_as_update(lcrs).unionByName(logged)
+
+
+# The statement form of record_history for INSERTs (a UNION ALL matches columns by position:
+# both branches list the columns they change last, in one order).
+RECORD_INSERTS = (
+    "SELECT * EXCEPT (command_type, object_name, old_values, new_values), "
+    "command_type, object_name, old_values, new_values FROM {lcrs} "
+    "UNION ALL "
+    "SELECT * EXCEPT (command_type, object_name, old_values, new_values), "
+    "'INSERT', 'ACCOUNT_HISTORY', NULL, array("
+    "named_struct('column_name', 'ID', 'data_type', 'NUMBER', 'value', "
+    "try_element_at(filter(new_values, v -> v.column_name = 'ID'), 1).value), "
+    "named_struct('column_name', 'OPERATION', 'data_type', 'VARCHAR2', 'value', command_type), "
+    "named_struct('column_name', 'COMMIT_SCN', 'data_type', 'NUMBER', "
+    "'value', CAST(commit_scn AS STRING)), "
+    "named_struct('column_name', 'AMOUNT', 'data_type', 'NUMBER', 'value', "
+    "try_element_at(filter(new_values, v -> v.column_name = 'AMOUNT'), 1).value)) "
+    "FROM {lcrs}"
+)

@@ -12,7 +12,12 @@ from lakeapply.silver import admin
 from lakeapply.silver.settings import DmlOperation
 from lakeapply.silver.validation import validate_settings
 from lakeapply.testing import LakeapplyHarness, apply_settings, destination, table_definition
-from tests.silver.dml_handler_examples import AS_CAPTURED, MIRROR_NEGATIVE, UPPER_HOLDER
+from tests.silver.dml_handler_examples import (
+    AS_CAPTURED,
+    MIRROR_NEGATIVE,
+    RECORD_INSERTS,
+    UPPER_HOLDER,
+)
 
 EXAMPLES = "tests.silver.dml_handler_examples"
 ACCOUNTS = table_definition(
@@ -250,3 +255,111 @@ def test_an_operation_takes_one_procedure_handler_and_named_statement_handlers(
 ) -> None:
     with pytest.raises(ConfigurationError, match=problem):
         validate_settings(apply_settings(destination(ACCOUNTS, dml_handlers=handlers)))
+
+
+HISTORY = table_definition(
+    "APP.ACCOUNT_HISTORY",
+    {"ID": "NUMBER(6)", "OPERATION": "VARCHAR2(10)", "COMMIT_SCN": "NUMBER", "AMOUNT": "NUMBER"},
+    primary_key=["ID", "COMMIT_SCN", "OPERATION"],
+)
+
+
+def _history(lakeapply: LakeapplyHarness) -> list[tuple[object, ...]]:
+    return sorted(
+        (int(r.ID), r.OPERATION, int(r.COMMIT_SCN), None if r.AMOUNT is None else int(r.AMOUNT))
+        for r in lakeapply.silver("history").collect()
+    )
+
+
+def test_a_handler_records_each_change_in_a_history_table_all_or_nothing_with_its_transaction(
+    lakeapply: LakeapplyHarness,
+) -> None:
+    """Oracle's handlers may run SQL on other tables in the apply's transaction: here the LCRs
+    a handler returns for APP.ACCOUNT_HISTORY are executed on that destination, and rolled
+    back with their transaction when it fails."""
+    lakeapply.configure(
+        apply_settings(
+            destination(
+                ACCOUNTS,
+                silver_table="accounts",
+                dml_handlers=[
+                    {"operation": "DEFAULT", "user_procedure": f"{EXAMPLES}:record_history"}
+                ],
+            ),
+            destination(HISTORY, silver_table="history"),
+            disable_on_error=False,
+        )
+    )
+
+    lakeapply.run(
+        lakeapply.txn(scn=100)
+        .insert("APP.ACCOUNT", ID=1, AMOUNT=5)
+        .insert("APP.ACCOUNT", ID=2, AMOUNT=7)
+        .commit(),  # commit SCN 102
+        lakeapply.txn(scn=200)
+        .update("APP.ACCOUNT", old={"ID": 1, "AMOUNT": 5}, new={"AMOUNT": 6})
+        .delete("APP.ACCOUNT", ID=2, AMOUNT=7)
+        .commit(),  # 202
+        lakeapply.txn(scn=300, transaction_id="3.3.3")
+        .insert("APP.ACCOUNT", ID=3, AMOUNT=1)
+        .update("APP.ACCOUNT", old={"ID": 9, "AMOUNT": 1}, new={"AMOUNT": 2})
+        .commit(),
+    )
+
+    assert [(r.ID, r.AMOUNT) for r in lakeapply.silver("accounts").collect()] == [(1, 6)]
+    assert _history(lakeapply) == [
+        (1, "INSERT", 102, 5),
+        (1, "UPDATE", 202, 6),
+        (2, "DELETE", 202, None),
+        (2, "INSERT", 102, 7),
+    ]
+    queued = [
+        (e.source_transaction_id, e.error_number, e.message_number)
+        for e in lakeapply.error_queue().collect()
+    ]
+    assert queued == [("3.3.3", 26787, 2)]
+
+
+def test_a_statement_handler_writes_history_and_a_table_the_apply_lacks_is_ora_00942(
+    lakeapply: LakeapplyHarness,
+) -> None:
+    lakeapply.configure(
+        apply_settings(
+            destination(
+                ACCOUNTS,
+                silver_table="accounts",
+                dml_handlers=[
+                    {"operation": "INSERT", "statement": RECORD_INSERTS, "handler_name": "HIST"}
+                ],
+            ),
+            destination(
+                ACCOUNTS,
+                source="OTHER.DB",
+                silver_table="other_accounts",
+                dml_handlers=[
+                    {
+                        "operation": "INSERT",
+                        "user_procedure": f"{EXAMPLES}:record_history_in_a_missing_table",
+                    }
+                ],
+            ),
+            destination(HISTORY, silver_table="history"),
+            disable_on_error=False,
+        )
+    )
+
+    lakeapply.run(
+        lakeapply.txn(scn=100).insert("APP.ACCOUNT", ID=1, AMOUNT=5).commit(),  # commit 101
+        lakeapply.txn("OTHER.DB", transaction_id="4.4.4").insert("APP.ACCOUNT", ID=4).commit(),
+    )
+
+    assert [r.ID for r in lakeapply.silver("accounts").collect()] == [1]
+    assert _history(lakeapply) == [(1, "INSERT", 101, 5)]
+    assert lakeapply.silver("other_accounts").count() == 0
+    error = lakeapply.error_queue().collect()
+    assert [(e.source_transaction_id, e.error_number, e.message_number) for e in error] == [
+        ("4.4.4", 942, 1)
+    ]
+    assert '"APP"."NO_SUCH_HISTORY" of source database "OTHER.DB" is no destination' in (
+        error[0].error_message
+    )

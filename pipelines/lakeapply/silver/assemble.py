@@ -53,7 +53,7 @@ from lakeapply.silver.late import (
     without_redelivered_copies,
 )
 from lakeapply.silver.plan import previous_progress
-from lakeapply.silver.rules import apply_rule_actions, passes_rules
+from lakeapply.silver.rules import apply_rule_actions, passes_rules, routing_frame
 from lakeapply.silver.settings import ApplySettings, DestinationTable
 from lakeapply.silver.stage import STAGED_COLUMNS, stage_function
 from lakeapply.silver.transactions import TRANSACTION_KEY, assemble_transactions, without_copies
@@ -72,15 +72,6 @@ STAGE_INPUT_COLUMNS = (
     "lob_offset",  # LOB pieces (rule 12)
     "lob_operation_size",
 )
-
-
-def routing_frame(spark: SparkSession, settings: ApplySettings) -> DataFrame:
-    # One destination per source object (a dropped table's name may be a live one's again).
-    routed = {t.source_object: settings.table_for(*t.source_object) for t in settings.tables}
-    return spark.createDataFrame(
-        [(*source, t.silver_table) for source, t in routed.items() if t is not None],
-        "source_database_name string, object_owner string, object_name string, silver_table string",
-    )
 
 
 def routed_row_lcrs(

@@ -28,6 +28,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from lakeapply.errors import ApplyError, ConfigurationError
+from lakeapply.silver.rules import routing_frame
 from lakeapply.silver.settings import ApplySettings, DestinationTable, DmlHandler, ErrorHandler
 
 HANDLER_ERROR_NUMBER = 20000
@@ -36,6 +37,7 @@ HANDLER_ERROR = "handler_error_message"  # the full ORA-20000 text the stage rep
 # Where an executed LCR stands among those executed for one message: 0 for the LCR itself (no
 # handler, or an error handler's), n for the n-th handler of its operation in execution order.
 HANDLER_SEQUENCE = "handler_sequence"
+ROUTED_SILVER_TABLE = "routed_silver_table"
 
 
 def run_dml_handlers(
@@ -62,8 +64,9 @@ def run_dml_handlers(
             selected = executed & F.col("command_type").isin(*commands)
             returned = call_handler(handler, table, messages.where(selected))
             handled.append(
-                executed_lcrs(
-                    returned, handler, table, messages.schema, executed_columns
+                routed_to_their_tables(
+                    executed_lcrs(returned, handler, table, messages.schema, executed_columns),
+                    settings,
                 ).withColumn(HANDLER_SEQUENCE, F.lit(sequence))
             )
             unhandled = unhandled.where(~F.coalesce(selected, F.lit(False)))
@@ -71,6 +74,27 @@ def run_dml_handlers(
     for part in handled:
         result = result.unionByName(part)
     return result
+
+
+def routed_to_their_tables(executed: DataFrame, settings: ApplySettings) -> DataFrame:
+    """A handler's LCRs, each with the silver table of the source object it names.
+
+    A handler may write any destination table of the apply (a history or audit table), as an
+    Oracle handler runs SQL on other tables inside the apply's transaction: an LCR it returns
+    naming another object is executed on that object's destination, under that table's key,
+    types and instantiation SCN, all or nothing with the rest of its transaction. An object
+    that is no destination keeps the handled table's silver table, and the stage fails the LCR
+    with ORA-00942 (as the SQL of a handler would fail on a table that does not exist).
+    """
+    source_object = ["source_database_name", "object_owner", "object_name"]
+    routing = routing_frame(executed.sparkSession, settings).withColumnRenamed(
+        "silver_table", ROUTED_SILVER_TABLE
+    )
+    return (
+        executed.join(F.broadcast(routing), source_object, "left")
+        .withColumn("silver_table", F.coalesce(ROUTED_SILVER_TABLE, "silver_table"))
+        .drop(ROUTED_SILVER_TABLE)
+    )
 
 
 def handler_text(

@@ -38,6 +38,7 @@ from lakeapply.silver.dml_handlers import (
     call_handler,
     executed_lcrs,
     handler_text,
+    routed_to_their_tables,
 )
 from lakeapply.silver.settings import ApplySettings, DestinationTable, ErrorHandler
 
@@ -109,8 +110,9 @@ def handle_errors(
         cycle.progress(f"{handler_text(handler, table)}: {len(messages)} failing LCR(s)")
         returned = call_handler(handler, table, given)
         replacements.append(
-            executed_lcrs(
-                returned, handler, table, inputs.messages.schema, executed_columns
+            routed_to_their_tables(
+                executed_lcrs(returned, handler, table, inputs.messages.schema, executed_columns),
+                settings,
             ).withColumn(HANDLER_SEQUENCE, F.lit(0))
         )
     executed = replacements[0]
@@ -139,10 +141,11 @@ def _message_frame(cycle: Cycle, messages: list[MessageId]) -> DataFrame:
 
 
 def _check_one_per_message(executed: DataFrame, cycle: Cycle, given: list[MessageId]) -> None:
-    """An error handler executes at most one LCR in place of each it was given, and none in
-    place of another message (it would change another transaction)."""
+    """An error handler executes at most one LCR per destination table in place of each it was
+    given (the fixed LCR, a row of a history table, ...), and none in place of another message
+    (it would change another transaction)."""
     wrong = (
-        executed.groupBy(*MESSAGE_ID)
+        executed.groupBy(*MESSAGE_ID, "silver_table")
         .count()
         .join(
             _message_frame(cycle, given).withColumn("given", F.lit(True)), list(MESSAGE_ID), "left"
@@ -154,11 +157,13 @@ def _check_one_per_message(executed: DataFrame, cycle: Cycle, given: list[Messag
     if wrong:
         shown = ", ".join(
             f"{row.source_database_name}/{row.transaction_id} message {row.message_number} "
-            f"({row['count']} LCR(s){'' if row.given else ', not one it was given'})"
+            f"({row['count']} LCR(s) of {row.silver_table}"
+            f"{'' if row.given else ', not one it was given'})"
             for row in wrong
         )
         raise ApplyError(
-            "an error handler returned more than one LCR for a message it was given, or an LCR "
-            f"of a message it was not given: {shown}; return at most one LCR per failing LCR "
-            "and keep its source_database_name, transaction_id and message_number"
+            "an error handler returned more than one LCR of one destination table for a message "
+            f"it was given, or an LCR of a message it was not given: {shown}; return at most one "
+            "LCR per failing LCR and table, and keep its source_database_name, transaction_id "
+            "and message_number"
         )

@@ -21,7 +21,7 @@ from lakeapply.contract.identifiers import sql_string_literal
 from lakeapply.errors import ApplyError
 from lakeapply.runtime.catalog import Catalog
 from lakeapply.silver import dictionary
-from lakeapply.silver.assemble import routing_frame, stage_row_lcrs
+from lakeapply.silver.assemble import stage_row_lcrs
 from lakeapply.silver.cycle_state import (
     Cycle,
     CycleInput,
@@ -30,6 +30,7 @@ from lakeapply.silver.cycle_state import (
     at_or_before,
     materialize,
 )
+from lakeapply.silver.rules import routing_frame
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from functools import reduce
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakeapply.silver.settings import ApplyRule, ApplySettings
@@ -129,3 +129,13 @@ def rule_condition_text(rule: ApplyRule) -> str:
     if rule.condition is not None:
         parts.append(condition_text(rule.condition))
     return " AND ".join(f"({part})" for part in parts) or "TRUE"
+
+
+def routing_frame(spark: SparkSession, settings: ApplySettings) -> DataFrame:
+    """(source database, owner, name) -> silver table of every routed source object."""
+    # One destination per source object (a dropped table's name may be a live one's again).
+    routed = {t.source_object: settings.table_for(*t.source_object) for t in settings.tables}
+    return spark.createDataFrame(
+        [(*source, t.silver_table) for source, t in routed.items() if t is not None],
+        "source_database_name string, object_owner string, object_name string, silver_table string",
+    )

@@ -28,7 +28,14 @@ def _stage_one(settings: ApplySettings, message: dict[str, Any]) -> tuple[Any, .
     database = message["source_database_name"]
     owner, name = message["object_owner"], message["object_name"]
     table = settings.table_for(database, owner, name)
-    assert table is not None  # the rules let only LCRs with a destination table through
+    if table is None:  # the rules route every captured LCR: a handler returned this one
+        error = (
+            942,
+            f'ORA-00942: table or view does not exist: "{owner}"."{name}" of source database '
+            f'"{database}" is no destination table of apply {settings.apply_name} (an LCR a '
+            "DML or error handler returned)",
+        )
+        return (False, None, None, *error, None)
     if table.dropped:
         error = (
             942,
