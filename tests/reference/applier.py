@@ -117,6 +117,13 @@ D22 Error handlers (a table's ``error_handlers``): a row LCR of D21 that raises 
     applies nothing (the transaction goes on); an error it raises, or an ``error_message`` it
     sets (ORA-20000), makes the transaction an error transaction failing at that message.
 
+D23 What a DML or error handler returns may name another table of the apply (a history or
+    audit table, as an Oracle handler's SQL writes other tables in the apply's transaction):
+    each LCR is executed on the destination of the object it names, the handled table's or
+    another's, where that table's instantiation SCN discards it like a captured LCR (its
+    absence is 26687); an object with no destination, or a dropped one, is 00942. What one
+    message's handlers executed is rolled back together on an error (one savepoint).
+
 Late input is not modelled: the reference applies one arrival sequence at once, so a COMMIT that
 lands before some of its LCRs simply groups with them, and no watermark is passed before a COMMIT
 arrives. The engine's handling of input that arrives after a cycle processed its point (late LCRs,
@@ -908,17 +915,23 @@ def _apply_transaction(
                 continue
             if table.dropped:
                 raise _no_such_table(table)
+            if not (table.dml_handlers or table.error_handlers):
+                _apply_row_lcr(table, staged[table.silver_table], lcr)
+                applied += 1
+                continue
             # A savepoint before the LCR: what its handlers executed before an error is
             # rolled back before the error handler (D22) gets the LCR.
-            handled = bool(table.dml_handlers or table.error_handlers)
-            rows = dict(staged[table.silver_table]) if handled else staged[table.silver_table]
+            savepoint = _Savepoint(staged)
+            message = {**lcr, "message_number": number}
             try:
-                for executed in _handled(table, lcr):  # D21: the table's DML handlers, if any
-                    _apply_row_lcr(table, rows, executed)
+                for executed in _handled(table, message):  # D21: the table's DML handlers
+                    _execute(settings, database, commit_scn, table, savepoint, executed)  # D23
             except ApplyRowError as error:
-                rows = dict(staged[table.silver_table])
-                _error_handled(table, rows, lcr, error)  # D22
-            staged[table.silver_table] = rows
+                savepoint = _Savepoint(staged)
+                replacement = _error_handled(table, message, error)  # D22
+                for executed in replacement:
+                    _execute(settings, database, commit_scn, table, savepoint, executed)
+            staged.update(savepoint.changed)
             applied += 1
         except ApplyRowError as error:
             # Rule 8: the first failing LCR makes the whole transaction an error transaction.
@@ -961,6 +974,47 @@ def _apply_transaction(
     )
 
 
+class _Savepoint:
+    """The tables a handled message changed, copied on first change (rolled back by dropping)."""
+
+    def __init__(self, staged: Tables) -> None:
+        self.staged = staged
+        self.changed: Tables = {}
+
+    def rows(self, silver_table: str) -> dict[Key, Row]:
+        if silver_table not in self.changed:
+            self.changed[silver_table] = dict(self.staged[silver_table])
+        return self.changed[silver_table]
+
+
+def _execute(
+    settings: ApplyProcess,
+    database: str,
+    commit_scn: int,
+    handled: Destination,
+    savepoint: _Savepoint,
+    lcr: dict[str, Any],
+) -> None:
+    """D23: an LCR a handler returned, on the destination of the object it names (the handled
+    table's, or another table of the apply: a history table); that table's instantiation SCN
+    discards it as any other LCR; no destination, or a dropped one, is 00942."""
+    owner, name = lcr["object_owner"], lcr["object_name"]
+    target = (
+        handled
+        if (owner, name) == (handled.definition.owner, handled.definition.name)
+        else settings.destination(database, owner, name)
+    )
+    if target is None or target.dropped:
+        raise _ora(942, f'table or view does not exist: "{owner}"."{name}"')
+    if target is not handled:
+        instantiation_scn = settings.instantiation_scn(database, owner, name)
+        if instantiation_scn is None:
+            raise _ora(26687, f'no instantiation SCN provided for "{owner}"."{name}"')
+        if commit_scn <= instantiation_scn:
+            return
+    _apply_row_lcr(target, savepoint.rows(target.silver_table), lcr)
+
+
 def _handled(table: Destination, lcr: dict[str, Any]) -> list[dict[str, Any]]:
     """D21: the LCRs to execute in place of ``lcr``: itself without a handler, else what each
     of its operation's handlers returns for it, in their order (None: nothing)."""
@@ -977,35 +1031,43 @@ def _handled(table: Destination, lcr: dict[str, Any]) -> list[dict[str, Any]]:
             row_version = ROW_HANDLERS.get(name or "")
         if row_version is None:
             raise ValueError(f"the reference has no row version of DML handler {handler}")  # D12
-        result = row_version(dict(lcr))
-        if result is not None and result.get("error_message") is not None:
-            raise _ora(20000, str(result["error_message"]))
-        if result is not None:
+        for result in _as_list(row_version(dict(lcr))):
+            if result.get("error_message") is not None:
+                raise _ora(20000, str(result["error_message"]))
             executed.append(result)
     return executed
 
 
+def _as_list(returned: dict[str, Any] | list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """What a row handler returned: nothing, one LCR, or several (D23: other tables too)."""
+    if returned is None:
+        return []
+    return returned if isinstance(returned, list) else [returned]
+
+
 def _error_handled(
-    table: Destination, rows: dict[Key, Row], lcr: dict[str, Any], error: ApplyRowError
-) -> None:
+    table: Destination, lcr: dict[str, Any], error: ApplyRowError
+) -> list[dict[str, Any]]:
     """D22: the table's error handler of the LCR's operation gets the LCR as it was before any
-    DML handler, with the error; what it returns is applied as it is (no DML handler), None
-    applies nothing. Without a handler, or when what it returns fails or carries an
-    ``error_message``, the error stands."""
+    DML handler, with the error; what it returns is executed as it is (no DML handler), nothing
+    executes nothing. Without a handler, for 26687 or 00942 (D23: a handler's LCR naming a
+    table the apply cannot write), or when what it returns carries an ``error_message``, the
+    error stands."""
     handler = table.error_handler(lcr["command_type"])
-    if handler is None:
+    if handler is None or error.error_number in (26687, 942):
         raise error
     procedure = handler["user_procedure"]
     if procedure not in ROW_ERROR_HANDLERS:
         raise ValueError(f"the reference has no row version of error handler {handler}")  # D12
-    executed = ROW_ERROR_HANDLERS[procedure](
-        {**lcr, "raised_error_number": error.error_number, "raised_error_message": error.text}
+    executed = _as_list(
+        ROW_ERROR_HANDLERS[procedure](
+            {**lcr, "raised_error_number": error.error_number, "raised_error_message": error.text}
+        )
     )
-    if executed is None:
-        return
-    if executed.get("error_message") is not None:
-        raise _ora(20000, str(executed["error_message"]))
-    _apply_row_lcr(table, rows, executed)
+    for result in executed:
+        if result.get("error_message") is not None:
+            raise _ora(20000, str(result["error_message"]))
+    return executed
 
 
 def _no_such_table(table: Destination) -> ApplyRowError:

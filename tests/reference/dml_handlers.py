@@ -38,8 +38,45 @@ def _note_handled(lcr: Lcr) -> Lcr | None:
     }
 
 
-ROW_HANDLERS: dict[str, Callable[[Lcr], Lcr | None]] = {
+def _value_of(lcr: Lcr, column: str) -> Any:
+    """The column's new value, else its old one (a DELETE, an UPDATE that leaves it)."""
+    for images in ("new_values", "old_values"):
+        for value in lcr.get(images) or ():
+            if value["column_name"] == column:
+                return value["value"]
+    return None
+
+
+def _record_changes(lcr: Lcr) -> list[Lcr]:
+    """D23: the LCR as captured, and an INSERT into CHANGES naming it."""
+    change = {
+        **lcr,
+        "command_type": "INSERT",
+        "object_name": "CHANGES",
+        "old_values": None,
+        "new_values": [
+            {
+                "column_name": "TRANSACTION_ID",
+                "data_type": "VARCHAR2",
+                "value": lcr["transaction_id"],
+            },
+            {
+                "column_name": "MESSAGE_NUMBER",
+                "data_type": "NUMBER",
+                "value": str(lcr["message_number"]),
+            },
+            {"column_name": "ID", "data_type": "NUMBER", "value": _value_of(lcr, "ID")},
+            {"column_name": "OPERATION", "data_type": "VARCHAR2", "value": lcr["command_type"]},
+        ],
+    }
+    return [lcr, change]
+
+
+RowHandler = Callable[[Lcr], Lcr | list[Lcr] | None]
+
+ROW_HANDLERS: dict[str, RowHandler] = {
     f"{EXAMPLES}:ignore": _ignore,
+    f"{EXAMPLES}:record_changes": _record_changes,
     f"{EXAMPLES}:refuse_negative_amounts": _refuse_negative_amounts,
     f"{EXAMPLES}:note_handled": _note_handled,
 }
@@ -72,7 +109,7 @@ def _refuse_with_the_error(lcr: Lcr) -> Lcr | None:
 
 
 # D22: error handlers get the failing LCR with raised_error_number and raised_error_message.
-ROW_ERROR_HANDLERS: dict[str, Callable[[Lcr], Lcr | None]] = {
+ROW_ERROR_HANDLERS: dict[str, RowHandler] = {
     f"{EXAMPLES}:skip_missing_rows": _skip_missing_rows,
     f"{EXAMPLES}:insert_duplicate_as_update": _insert_duplicate_as_update,
     f"{EXAMPLES}:apply_without_comparing": _apply_without_comparing,
@@ -110,7 +147,7 @@ AS_CAPTURED = "SELECT * FROM {lcrs}"
 STATEMENTS = {"MIRROR_NEGATIVE": MIRROR_NEGATIVE, "AS_CAPTURED": AS_CAPTURED}
 
 # D21: the statement handlers' row versions, by the handler_name the tests give them.
-ROW_STATEMENT_HANDLERS: dict[str, Callable[[Lcr], Lcr | None]] = {
+ROW_STATEMENT_HANDLERS: dict[str, RowHandler] = {
     "MIRROR_NEGATIVE": _mirror_negative,
     "AS_CAPTURED": _as_captured,
 }

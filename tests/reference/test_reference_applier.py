@@ -33,7 +33,7 @@ from .config import (
     definition_from_document,
 )
 from .dml_handlers import STATEMENTS
-from .workloads import Workload, workloads
+from .workloads import CHANGES_DEFINITION, Workload, workloads
 
 # The public contract files, read as files (the reference imports nothing from the package).
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
@@ -2506,6 +2506,125 @@ def test_workloads_with_dml_handlers_draw_every_combination_and_their_errors() -
     # (pytest with or without xdist), so a threshold near the figure one run sees is fragile.
     assert refused >= 1, refused
     assert mirrored >= 1, mirrored  # rows a second statement handler inserted
+
+
+CHANGES = definition_from_document({**CHANGES_DEFINITION, "owner": "APP"})
+
+
+def changes(result: ReferenceResult) -> list[tuple[Any, ...]]:
+    return sorted(
+        (row["TRANSACTION_ID"], row["MESSAGE_NUMBER"], row["ID"], row["OPERATION"])
+        for row in result.tables["changes"].values()
+    )
+
+
+def test_a_handler_writes_another_table_all_or_nothing_with_the_transaction() -> None:
+    """D23: record_changes executes each LCR and inserts a row of CHANGES naming it; a failing
+    transaction leaves neither table changed."""
+    settings = apply_settings(
+        handled(("DEFAULT", "record_changes")), destination(CHANGES), disable_on_error=False
+    )
+    result = reference_apply(
+        settings,
+        [
+            insert("1.1.1", 100, ENTRY, table=LEDGER),
+            update("1.1.1", 101, {"ID": "1"}, {"NOTE": "b"}, table=LEDGER),
+            commit("1.1.1", 102),
+            delete("1.2.1", 110, {"ID": "1"}, table=LEDGER),
+            insert("1.2.1", 111, {"ID": "9", "AMOUNT": "1"}, table=LEDGER),
+            insert("1.2.1", 112, {"ID": "9"}, table=LEDGER),  # 00001
+            commit("1.2.1", 113),
+        ],
+    )
+    assert changes(result) == [
+        ("1.1.1", Decimal(1), Decimal(1), "INSERT"),
+        ("1.1.1", Decimal(2), Decimal(1), "UPDATE"),
+    ]
+    assert [row["NOTE"] for row in ledger(result).values()] == ["b"]
+    error = only_error(result)
+    assert (error.source_transaction_id, error.error_number, error.message_number) == (
+        "1.2.1",
+        1,
+        3,
+    )
+
+
+def test_a_handlers_lcr_for_a_table_the_apply_lacks_is_00942_and_another_tables_scn_applies() -> (
+    None
+):
+    lacking = reference_apply(
+        apply_settings(handled(("DEFAULT", "record_changes")), disable_on_error=False),
+        [insert("1.1.1", 100, ENTRY, table=LEDGER), commit("1.1.1", 101)],
+    )
+    assert (only_error(lacking).error_number, only_error(lacking).message_number) == (942, 1)
+    assert ledger(lacking) == {}
+
+    # CHANGES instantiated at 150: the change of the transaction committed at 101 is discarded
+    # there (already in its copy), the one committed at 201 is recorded.
+    later = reference_apply(
+        apply_settings(
+            handled(("DEFAULT", "record_changes")), destination(CHANGES, instantiation_scn=150)
+        ),
+        [
+            insert("1.1.1", 100, ENTRY, table=LEDGER),
+            commit("1.1.1", 101),
+            delete("1.2.1", 200, {"ID": "1"}, table=LEDGER),
+            commit("1.2.1", 201),
+        ],
+    )
+    assert later.errors == []
+    assert changes(later) == [("1.2.1", Decimal(1), Decimal(1), "DELETE")]
+    assert ledger(later) == {}
+
+
+def test_workloads_with_history_handlers_record_changes_and_roll_them_back() -> None:
+    recorded = failed_with_changes = 0
+
+    @hypothesis_settings(
+        max_examples=150,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(workloads(dml_handlers=True, history_handlers=True, disable_on_error=False))
+    def check(workload: Workload) -> None:
+        nonlocal recorded, failed_with_changes
+        settings = apply_process_from_config(workload.process, workload.definitions)
+        result = reference_apply(settings, workload.lcrs, workload.initial)
+        rows = {
+            (name.removesuffix("_changes"), row["TRANSACTION_ID"], row["MESSAGE_NUMBER"])
+            for name, table in result.tables.items()
+            if name.endswith("_changes")
+            for row in table.values()
+        }
+        recorded += len(rows)
+        # A queued transaction left no row in its source's CHANGES.
+        queued = {
+            (error.source_database.split(".")[0].lower(), error.source_transaction_id)
+            for error in result.errors
+        }
+        assert not {(source, txid) for source, txid, _ in rows} & queued
+        failed_with_changes += sum(
+            any(lcr.get("object_name") in handled_objects(workload) for lcr in error.lcrs)
+            for error in result.errors
+        )
+
+    check()
+    assert recorded >= 10, recorded
+    assert failed_with_changes >= 1, failed_with_changes
+
+
+def handled_objects(workload: Workload) -> set[str]:
+    """The source tables whose changes record_changes records."""
+    return {
+        table["source_object"].partition(".")[2]
+        for table in workload.process["tables"]
+        if any(
+            h.get("user_procedure", "").endswith(":record_changes")
+            for h in table.get("dml_handlers", ())
+        )
+    }
 
 
 # ---------------------------------------------------------------------------------------------

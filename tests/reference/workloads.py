@@ -625,6 +625,7 @@ def workloads(
     dml_handlers: bool = False,
     rename_tables: bool = False,
     error_handlers: bool = False,
+    history_handlers: bool = False,
 ) -> Workload:
     """One differential-test workload. ``disable_on_error`` fixes that parameter (None: drawn);
     ``typed`` adds columns of every contract type to the tables, a few per table;
@@ -647,7 +648,9 @@ def workloads(
     UPDATE handler, inserts checked with the rest ignored, inserts copied under -ID by a
     statement handler beside one executing them as captured), drawn last; ``error_handlers`` gives
     each table one of the example error handlers' combinations (D22, none sharing an operation
-    with its DML handler), drawn after them. All off by default, so the other callers' derandomized draws
+    with its DML handler), drawn after them; ``history_handlers`` (with ``dml_handlers``) adds
+    a handler that executes every change and records it in CHANGES, another destination of
+    each source (D23). All off by default, so the other callers' derandomized draws
     do not move."""
     sources = SOURCES[: draw(st.integers(1, 2))]
     specs = [
@@ -915,10 +918,27 @@ def workloads(
     if virtual_dependencies:
         process["virtual_dependencies"] = _virtual_dependencies(draw, specs)
     if dml_handlers:
-        for table in tables:
-            chosen = draw(st.sampled_from(DML_HANDLER_CHOICES))
+        for table in list(tables):
+            chosen = draw(
+                st.sampled_from(
+                    HISTORY_HANDLER_CHOICES if history_handlers else DML_HANDLER_CHOICES
+                )
+            )
             if chosen:
                 table["dml_handlers"] = [dict(handler) for handler in chosen]
+        if any(_records_changes(table) for table in tables):
+            # D23: the handler writes CHANGES, a destination of each source (its own table).
+            definitions["changes.json"] = CHANGES_DEFINITION
+            for database in sources:
+                changes: dict[str, Any] = {
+                    "source_database": database,
+                    "source_object": f"{OWNER}.CHANGES",
+                    "silver_table": f"{database.split('.', maxsplit=1)[0].lower()}_changes",
+                    "definition": "changes.json",
+                }
+                if level == "table":  # else the schema's or the database's SCN applies
+                    changes["instantiation_scn"] = 0
+                tables.append(changes)
     if error_handlers:
         for table in tables:
             choices = [
@@ -940,6 +960,27 @@ def _statement(operation: str, name: str) -> dict[str, str]:
     return {"operation": operation, "handler_name": name, "statement": STATEMENTS[name]}
 
 
+# D23: CHANGES, the table the record_changes handler writes beside the one it handles.
+CHANGES_DEFINITION: dict[str, Any] = {
+    "owner": OWNER,
+    "name": "CHANGES",
+    "columns": [
+        {"name": "TRANSACTION_ID", "type": "VARCHAR2(30)", "nullable": False},
+        {"name": "MESSAGE_NUMBER", "type": "NUMBER", "nullable": False},
+        {"name": "ID", "type": "NUMBER"},
+        {"name": "OPERATION", "type": "VARCHAR2(12)"},
+    ],
+    "primary_key": ["TRANSACTION_ID", "MESSAGE_NUMBER"],
+}
+
+
+def _records_changes(table: Mapping[str, Any]) -> bool:
+    return any(
+        handler.get("user_procedure") == f"{EXAMPLES}:record_changes"
+        for handler in table.get("dml_handlers", ())
+    )
+
+
 DML_HANDLER_CHOICES: tuple[tuple[dict[str, str], ...], ...] = (
     (),
     (_example("DELETE", "ignore"),),
@@ -949,6 +990,9 @@ DML_HANDLER_CHOICES: tuple[tuple[dict[str, str], ...], ...] = (
     # Two statement handlers of one operation: each gets the original INSERT.
     (_statement("INSERT", "MIRROR_NEGATIVE"), _statement("INSERT", "AS_CAPTURED")),
 )
+# D23 (``workloads(dml_handlers=True, history_handlers=True)``; a separate list keeps the draws
+# of the seeds chosen for the choices above): every change executed and recorded in CHANGES.
+HISTORY_HANDLER_CHOICES = (*DML_HANDLER_CHOICES, (_example("DEFAULT", "record_changes"),))
 
 
 # D22: a DEFAULT handler skipping missing rows; duplicate inserts turned into updates and

@@ -222,3 +222,32 @@ RECORD_INSERTS = (
     "try_element_at(filter(new_values, v -> v.column_name = 'AMOUNT'), 1).value)) "
     "FROM {lcrs}"
 )
+
+
+def record_changes(lcrs: DataFrame) -> DataFrame:
+    """Each LCR executed as captured, and a row of CHANGES (same owner) naming it: transaction,
+    message, the row's ID and the operation (the workloads' history handler)."""
+    values = [
+        ("TRANSACTION_ID", "VARCHAR2", F.col("transaction_id")),
+        ("MESSAGE_NUMBER", "NUMBER", F.col("message_number").cast("string")),
+        ("ID", "NUMBER", _value_of("ID")),
+        ("OPERATION", "VARCHAR2", F.col("command_type")),
+    ]
+    change = lcrs.withColumns(
+        {
+            "command_type": F.lit("INSERT"),
+            "object_name": F.lit("CHANGES"),
+            "old_values": F.lit(None).cast(lcrs.schema["old_values"].dataType),
+            "new_values": F.array(
+                *(
+                    F.struct(
+                        F.lit(name).alias("column_name"),
+                        F.lit(data_type).alias("data_type"),
+                        value.alias("value"),
+                    )
+                    for name, data_type, value in values
+                )
+            ),
+        }
+    )
+    return lcrs.unionByName(change)
