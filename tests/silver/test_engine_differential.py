@@ -283,6 +283,18 @@ def test_engine_matches_the_reference_with_dml_handlers(
     run_and_compare(spark, catalog, tmp_path, sharing_one_apply(batch), batches=1)
 
 
+# Seeds 7 and 12: record_changes (D23) executes every change of some tables and records it in
+# CHANGES, another destination of each source, beside the combinations of D21 (the reference
+# records 5 and 6 changes; the other transactions that reach it are queued or discarded).
+@pytest.mark.slow
+@pytest.mark.parametrize("seeded", [7, 12])
+def test_engine_matches_the_reference_when_handlers_write_another_table(
+    spark: SparkSession, catalog: Catalog, tmp_path: Path, seeded: int
+) -> None:
+    strategy = workloads(disable_on_error=False, dml_handlers=True, history_handlers=True)
+    run_and_compare(spark, catalog, tmp_path, sharing_one_apply(drawn(6, strategy, seeded)), 1)
+
+
 # Seeds 30 and 33: the example error handlers of D22 over six workloads sharing one apply;
 # with them the reference queues 6 (seed 30) and 3 (seed 33) error transactions fewer than
 # without, and 1 and 3 get ORA-20000 from a handler refusing the LCR.
