@@ -6,7 +6,9 @@ every LCR it handles (set-based: the handler's work is Spark's, never a loop on 
 
 * the LCRs it returns are executed in place of the ones it was given (a changed value, a column
   added or removed, another command type: a DELETE turned into a soft-delete UPDATE, ...), each
-  where its original stood in its transaction (the identifying columns must be kept);
+  where its original stood in its transaction (the identifying columns must be kept); one that
+  names another source object is executed on that object's destination table (a history or
+  audit table: :func:`routed_to_their_tables`);
 * an LCR it leaves out was handled without being executed (its transaction goes on);
 * an LCR it returns with ``error_message`` set raises ORA-20000 with that message: its
   transaction is rolled back and queued, failing at that LCR.
