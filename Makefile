@@ -29,6 +29,8 @@ run: $(STAMP) ## Demo on the embedded default: generate LCRs -> bronze -> silver
 # (one SparkSession each; tests sharing a module fixture or the built wheel stay on one worker);
 # 33.2 min measured on 2 cores on 2026-11-26 (42.8 min before the small-data Spark profile);
 # 56.8 min the same afternoon on a machine where every test ran ~1.8x slower.
+# 52.4 min for 777 tests on 2026-11-27 evening (the slower machine; the differential's shared
+# applies restored).
 .PHONY: test
 test: check ## Static checks + the test suite (what CI runs)
 	$(BIN)/pytest -q -n 2 --dist loadgroup -m "not slow and not soak" --durations=30
