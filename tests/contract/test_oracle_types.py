@@ -55,7 +55,27 @@ def test_lobs_and_longs_are_flagged_so_they_never_join_an_all_column_key() -> No
     assert not parse_oracle_type("VARCHAR2(4000)").is_lob_or_long
 
 
-@pytest.mark.parametrize("bad", ["NUMBER(40)", "NUMBER(5,6)", "VARCHAR2", "XMLTYPE", "RAW"])
+@pytest.mark.parametrize(
+    ("written", "shown"),
+    [
+        ("TIMESTAMP(6)", "TIMESTAMP"),  # Oracle's default precision: the same type
+        ("TIMESTAMP(3)", "TIMESTAMP(3)"),
+        ("timestamp(0) with local time zone", "TIMESTAMP(0) WITH LOCAL TIME ZONE"),
+        ("INTERVAL YEAR(2) TO MONTH", "INTERVAL YEAR TO MONTH"),
+        ("INTERVAL DAY(5) TO SECOND(2)", "INTERVAL DAY(5) TO SECOND(2)"),
+    ],
+)
+def test_datetime_precisions_are_kept_and_the_defaults_are_the_plain_type(
+    written: str, shown: str
+) -> None:
+    assert str(parse_oracle_type(written)) == shown
+    assert parse_oracle_type(shown) == parse_oracle_type(written)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["NUMBER(40)", "NUMBER(5,6)", "VARCHAR2", "XMLTYPE", "RAW", "TIMESTAMP(10)", "TIMESTAMP(*)"],
+)
 def test_unsupported_types_are_rejected(bad: str) -> None:
     with pytest.raises(ConfigurationError, match="unsupported Oracle type"):
         parse_oracle_type(bad)

@@ -143,7 +143,8 @@ D16 Column DDL (rule 10), in the narrow grammar the workloads draw (anything els
     existing name 00957, else renamed in the definition and every row; MODIFY of an unknown
     column 00904; to another type: LONG to CLOB/NCLOB and LONG RAW to BLOB applied, to or
     from any other LOB 22858, else 01439 unless every value of the column is NULL; the same
-    NUMBER with fewer integer digits or a smaller scale 01440 unless every value is NULL; a
+    NUMBER with fewer integer digits or a smaller scale, and the same TIMESTAMP or INTERVAL
+    with fewer fractional-second or leading digits, 01440 unless every value is NULL; a
     shorter character or RAW length 01441 when a value of the column is longer; else the new
     type (rows unchanged). The transactions after it are applied under the new
     definition (conversions, unknown columns). A failing DDL makes its transaction an error
@@ -1308,8 +1309,10 @@ def _check_modify(old: ColumnType, new: ColumnType, column: str, rows: dict[Key,
     """D16: MODIFY (column new) as Oracle checks it against the stored values. Another type:
     LONG to a LOB is converted; to or from a LOB otherwise 22858; else the column must be empty
     (every value NULL) or 01439, but CHAR <-> VARCHAR2 (NCHAR <-> NVARCHAR2) of the same size
-    keeps its values, and DATE -> TIMESTAMP keeps them. The same NUMBER with fewer integer digits or a smaller scale:
-    empty, or 01440. The same character or RAW type, shorter: every value fits, or 01441."""
+    keeps its values, and DATE -> TIMESTAMP keeps them. The same NUMBER with fewer integer
+    digits or a smaller scale, the same TIMESTAMP or INTERVAL with fewer fractional or leading
+    digits: empty, or 01440. The same character or RAW type, shorter: every value fits, or
+    01441."""
     values = [row[column] for row in rows.values() if row[column] is not None]
     if {old.name, new.name} in ({"CHAR", "VARCHAR2"}, {"NCHAR", "NVARCHAR2"}):
         if old.length == new.length or not values:
@@ -1328,8 +1331,19 @@ def _check_modify(old: ColumnType, new: ColumnType, column: str, rows: dict[Key,
                 1440,
                 f"column to be modified must be empty to decrease precision or scale: {column}",
             )
+    elif old.kind in _DATETIMES_WITH_DIGITS:
+        fewer_fraction_digits = new.fraction_digits < old.fraction_digits
+        if values and (fewer_fraction_digits or new.leading_digits < old.leading_digits):
+            raise _ora(
+                1440,
+                "column to be modified must be empty to decrease fractional second or leading "
+                f"field precision: {column}",
+            )
     elif new.length is not None and any(len(value) > new.length for value in values):
         raise _ora(1441, f"cannot decrease column length because some value is too big: {column}")
+
+
+_DATETIMES_WITH_DIGITS = (kinds.DATETIME, kinds.DATETIME_TZ, kinds.YEAR_MONTH, kinds.DAY_SECOND)
 
 
 def _number_keeps_every_digit(old: ColumnType, new: ColumnType) -> bool:

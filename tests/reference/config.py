@@ -43,6 +43,10 @@ class ColumnType:
     precision: int | None = None
     scale: int | None = None
     length: int | None = None
+    # TIMESTAMP's and INTERVAL DAY TO SECOND's fractional digits, the INTERVALs' leading
+    # digits (Oracle's defaults: 6 and 2); they bound no stored value here, only a MODIFY.
+    fraction_digits: int = 6
+    leading_digits: int = 2
 
 
 _SIMPLE_TYPES = {
@@ -68,10 +72,15 @@ _LENGTHED = {"CHAR": CHARACTER, "NCHAR": CHARACTER, "VARCHAR2": CHARACTER, "NVAR
 def column_type(text: str) -> ColumnType:
     """``NUMBER(5,2)``, ``VARCHAR2(10 CHAR)``, ``TIMESTAMP(3) WITH TIME ZONE``, ``RAW(4)``..."""
     upper = " ".join(text.upper().split())
-    # Fractional-second and year/day precisions do not change the stored value here.
+    precisions = dict(re.findall(r"(TIMESTAMP|YEAR|DAY|SECOND)\s*\(\s*(\d+)\s*\)", upper))
     without_precisions = re.sub(r"(TIMESTAMP|YEAR|DAY|SECOND)\s*\(\s*\d+\s*\)", r"\1", upper)
     if without_precisions in _SIMPLE_TYPES:
-        return ColumnType(without_precisions, _SIMPLE_TYPES[without_precisions])
+        fraction = precisions.get("TIMESTAMP", precisions.get("SECOND", 6))
+        leading = precisions.get("YEAR", precisions.get("DAY", 2))
+        kind = _SIMPLE_TYPES[without_precisions]
+        return ColumnType(
+            without_precisions, kind, fraction_digits=int(fraction), leading_digits=int(leading)
+        )
     match = re.fullmatch(
         r"(\w+)(?:\s*\(\s*(\*|\d+)\s*(?:BYTE|CHAR)?\s*(?:,\s*(-?\d+)\s*)?\))?", upper
     )

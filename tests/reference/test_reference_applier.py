@@ -1568,6 +1568,25 @@ def test_a_date_column_holding_values_becomes_a_timestamp_keeping_them() -> None
     assert rows[(Decimal(2),)]["OPENED"] == datetime(2014, 1, 1, 10, 0, 0, 123456)
 
 
+def test_a_timestamp_holding_values_keeps_its_fractional_digits_unless_they_grow() -> None:
+    opened = {**ALICE, "OPENED": "2013-03-31T23:59:58"}
+    result = reference_apply(
+        apply_settings(disable_on_error=False),
+        [
+            insert("1.1.1", 100, opened),
+            commit("1.1.1", 101),
+            alter("2.2.2", 102, "MODIFY (OPENED TIMESTAMP(6))"),
+            alter("3.3.3", 103, "MODIFY (OPENED TIMESTAMP(3))"),  # fewer digits: 01440
+            alter("4.4.4", 104, "MODIFY (OPENED TIMESTAMP(9))"),
+            update("5.5.5", 105, {"ID": "1", "OPENED": "2013-03-31T23:59:58"}, {"OPENED": None}),
+            commit("5.5.5", 106),
+            alter("6.6.6", 107, "MODIFY (OPENED TIMESTAMP(0))"),  # every value NULL now
+        ],
+    )
+    assert [(e.source_transaction_id, e.error_number) for e in result.errors] == [("3.3.3", 1440)]
+    assert result.definitions["account"].column("OPENED").type.fraction_digits == 0
+
+
 def test_renaming_makes_the_destination_follow_the_new_name_unless_a_destination_has_it() -> None:
     renamed = replace(ACCOUNT, name="ACCOUNTS")
     result = reference_apply(

@@ -181,7 +181,13 @@ def test_a_type_change_or_a_smaller_precision_applies_only_to_an_empty_column(
 ) -> None:
     item = table_definition(
         "SHOP.ITEM",
-        {"ID": "NUMBER(6)", "PRICE": "NUMBER(6,2)", "TAG": "VARCHAR2(10)", "NOTE": "VARCHAR2(9)"},
+        {
+            "ID": "NUMBER(6)",
+            "PRICE": "NUMBER(6,2)",
+            "TAG": "VARCHAR2(10)",
+            "NOTE": "VARCHAR2(9)",
+            "AT": "TIMESTAMP(6)",
+        },
         primary_key=["ID"],
     )
     lakeapply.configure(apply_settings(item, disable_on_error=False))
@@ -192,9 +198,10 @@ def test_a_type_change_or_a_smaller_precision_applies_only_to_an_empty_column(
 
     lakeapply.run(
         lakeapply.txn(transaction_id="1.1.1")
-        .insert("SHOP.ITEM", ID=1, PRICE=10.5, TAG=None, NOTE="x")
+        .insert("SHOP.ITEM", ID=1, PRICE=10.5, TAG=None, NOTE="x", AT="2026-11-27T10:00:00.5")
         .commit(),
         modify("2.2.2", "PRICE NUMBER(4,1)"),  # PRICE holds 10.5: ORA-01440
+        modify("2.2.3", "AT TIMESTAMP(3)"),  # AT holds a value: fewer fractional digits, 01440
         modify("3.3.3", "TAG NUMBER(3)"),  # every TAG is NULL: applied, in its place
         modify("4.4.4", "NOTE NUMBER(3)"),  # NOTE holds 'x': ORA-01439
         modify("5.5.5", "NOTE CLOB"),  # never to a LOB: ORA-22858
@@ -206,13 +213,14 @@ def test_a_type_change_or_a_smaller_precision_applies_only_to_an_empty_column(
     errors = sorted(
         (r.source_transaction_id, r.error_number) for r in lakeapply.error_queue().collect()
     )
-    assert errors == [("2.2.2", 1440), ("4.4.4", 1439), ("5.5.5", 22858)]
+    assert errors == [("2.2.2", 1440), ("2.2.3", 1440), ("4.4.4", 1439), ("5.5.5", 22858)]
     silver = lakeapply.silver("SHOP.ITEM")
     assert [(f.name, f.dataType.simpleString()) for f in silver.schema.fields] == [
         ("ID", "decimal(6,0)"),
         ("PRICE", "decimal(6,2)"),
         ("TAG", "decimal(3,0)"),
         ("NOTE", "string"),
+        ("AT", "timestamp_ntz"),
     ]
     rows = sorted((int(r.ID), float(r.PRICE), r.TAG, r.NOTE) for r in silver.collect())
     assert rows == [(1, 10.5, None, "x"), (2, 1.0, 7, "y")]
@@ -375,6 +383,30 @@ def test_a_date_becomes_a_timestamp_whatever_it_holds_but_not_back() -> None:
     assert [check.error for check in stored_values_checks(widened, back)] == [1439]
 
 
+@pytest.mark.parametrize(
+    ("declared", "modified"),
+    [
+        ("TIMESTAMP(6)", "TIMESTAMP(3)"),
+        ("TIMESTAMP WITH TIME ZONE", "TIMESTAMP(0) WITH TIME ZONE"),
+        ("TIMESTAMP(9) WITH LOCAL TIME ZONE", "TIMESTAMP WITH LOCAL TIME ZONE"),
+        ("INTERVAL DAY(2) TO SECOND(6)", "INTERVAL DAY(2) TO SECOND(3)"),
+        ("INTERVAL DAY(4) TO SECOND", "INTERVAL DAY TO SECOND"),
+        ("INTERVAL YEAR(3) TO MONTH", "INTERVAL YEAR(2) TO MONTH"),
+    ],
+)
+def test_a_smaller_fractional_second_or_leading_precision_needs_an_empty_column(
+    declared: str, modified: str
+) -> None:
+    event = table_definition("SHOP.EVENT", {"ID": "NUMBER(6)", "AT": declared})
+    lowered = parse_ddl(f"ALTER TABLE SHOP.EVENT MODIFY (AT {modified})", "SHOP")
+    raised = parse_ddl(f"ALTER TABLE SHOP.EVENT MODIFY (AT {declared})", "SHOP")
+
+    (check,) = stored_values_checks(event, lowered)
+    assert (check.column, check.error, check.max_length) == ("AT", 1440, None)
+    assert "decrease fractional second or leading field precision" in check.reason
+    assert stored_values_checks(table_definition("SHOP.EVENT", {"AT": modified}), raised) == ()
+
+
 def test_a_resumed_modify_runs_only_the_steps_its_table_still_lacks() -> None:
     item = table_definition(
         "SHOP.ITEM", {"ID": "NUMBER(6)", "TAG": "VARCHAR2(10)", "NOTE": "VARCHAR2(9)"}
@@ -443,7 +475,10 @@ def test_constraints_grants_and_comments_are_ignored() -> None:
         ("BINARY_DOUBLE", "BINARY_DOUBLE"),
         ("TIMESTAMP(6) WITH LOCAL TIME ZONE", "TIMESTAMP WITH LOCAL TIME ZONE"),
         ("INTERVAL DAY(2) TO SECOND(6)", "INTERVAL DAY TO SECOND"),  # sqlglot cannot parse
-        ("INTERVAL YEAR(4) TO MONTH", "INTERVAL YEAR TO MONTH"),
+        ("INTERVAL YEAR(4) TO MONTH", "INTERVAL YEAR(4) TO MONTH"),  # precisions kept
+        ("INTERVAL DAY(3) TO SECOND(2)", "INTERVAL DAY(3) TO SECOND(2)"),
+        ("TIMESTAMP(3) WITH TIME ZONE", "TIMESTAMP(3) WITH TIME ZONE"),
+        ("TIMESTAMP(0)", "TIMESTAMP(0)"),
         ("LONG RAW", "LONG RAW"),
         ("FLOAT", "NUMBER"),
         ("VARCHAR2(12) DEFAULT 'BINARY_FLOAT'", "VARCHAR2(12)"),  # a literal stays a literal

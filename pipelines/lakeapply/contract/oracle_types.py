@@ -57,6 +57,11 @@ class OracleType:
     precision: int | None = None  # NUMBER precision
     scale: int | None = None  # NUMBER scale
     length: int | None = None  # character / RAW length
+    # Datetime precisions, None for Oracle's default (6 fractional digits, 2 leading digits):
+    # values are kept to the microsecond whatever they say, but a MODIFY that lowers one needs
+    # an empty column, as in Oracle (ddl.py).
+    fractional_precision: int | None = None  # TIMESTAMP*(n), INTERVAL DAY TO SECOND(n)
+    leading_precision: int | None = None  # INTERVAL YEAR(n) / DAY(n)
 
     @property
     def is_lob_or_long(self) -> bool:
@@ -85,12 +90,46 @@ class OracleType:
             return T.StringType()
         return T.BinaryType()
 
+    @property
+    def effective_fractional_precision(self) -> int:
+        return (
+            DEFAULT_FRACTIONAL_PRECISION
+            if self.fractional_precision is None
+            else self.fractional_precision
+        )
+
+    @property
+    def effective_leading_precision(self) -> int:
+        return (
+            DEFAULT_LEADING_PRECISION if self.leading_precision is None else self.leading_precision
+        )
+
     def __str__(self) -> str:
         if self.family is TypeFamily.NUMBER and self.precision is not None:
             return f"NUMBER({self.precision},{self.scale or 0})"
         if self.length is not None:
             return f"{self.name}({self.length})"
-        return self.name
+        return _temporal_text(self)
+
+
+DEFAULT_FRACTIONAL_PRECISION = 6
+DEFAULT_LEADING_PRECISION = 2
+_DATETIME_PRECISION_RANGE = range(10)  # Oracle: 0-9 for fractional and leading precisions
+
+
+def _temporal_text(oracle_type: OracleType) -> str:
+    """``TIMESTAMP(3) WITH TIME ZONE``, ``INTERVAL DAY(4) TO SECOND(2)``: the name with each
+    precision that is not the default; any other type's name as it is."""
+    fraction = oracle_type.fractional_precision
+    leading = oracle_type.leading_precision
+    if oracle_type.name.startswith("TIMESTAMP") and fraction is not None:
+        return oracle_type.name.replace("TIMESTAMP", f"TIMESTAMP({fraction})", 1)
+    if oracle_type.name.startswith("INTERVAL"):
+        _, first, _, last = oracle_type.name.split(" ")
+        first_text = f"{first}({leading})" if leading is not None else first
+        last_text = f"{last}({fraction})" if fraction is not None else last
+        return f"INTERVAL {first_text} TO {last_text}"
+    return oracle_type.name
 
 
 _CHARACTER = {"CHAR", "NCHAR", "VARCHAR2", "NVARCHAR2", "VARCHAR", "ROWID", "UROWID"}
@@ -154,26 +193,58 @@ def parse_oracle_type(text: str) -> OracleType:
         return OracleType("RAW", TypeFamily.BINARY, length=int(first))
     if base in _SIMPLE and first is None and not rest:
         return OracleType(base, _SIMPLE[base])
-    temporal = _temporal_type(base, rest)
+    temporal = _temporal_type(base, rest, first, second)
     if temporal is None:
         raise ConfigurationError(f"unsupported Oracle type {text!r}")
-    return temporal
+    return _with_checked_precisions(temporal, text)
 
 
-def _temporal_type(base: str, rest: str) -> OracleType | None:
-    """TIMESTAMP [WITH [LOCAL] TIME ZONE] and the two INTERVALs; None for anything else."""
+def _temporal_type(
+    base: str, rest: str, first: str | None, second: str | None
+) -> OracleType | None:
+    """TIMESTAMP[(n)] [WITH [LOCAL] TIME ZONE] and the two INTERVALs with their precisions;
+    None for anything else."""
+    if second is not None or first == "*":
+        return None
+    given = int(first) if first is not None else None
     if base == "TIMESTAMP":
-        if not rest:
-            return OracleType("TIMESTAMP", TypeFamily.DATETIME)
-        if rest == "WITH TIME ZONE":
-            return OracleType("TIMESTAMP WITH TIME ZONE", TypeFamily.DATETIME_TZ)
-        if rest == "WITH LOCAL TIME ZONE":
-            return OracleType("TIMESTAMP WITH LOCAL TIME ZONE", TypeFamily.DATETIME_TZ)
+        name = {"": "TIMESTAMP", "WITH TIME ZONE": "TIMESTAMP WITH TIME ZONE"}.get(rest)
+        name = name or (
+            "TIMESTAMP WITH LOCAL TIME ZONE" if rest == "WITH LOCAL TIME ZONE" else None
+        )
+        if name is None:
+            return None
+        family = TypeFamily.DATETIME if name == "TIMESTAMP" else TypeFamily.DATETIME_TZ
+        return OracleType(name, family, fractional_precision=given)
     if base == "INTERVAL YEAR" and rest == "TO MONTH":
-        return OracleType("INTERVAL YEAR TO MONTH", TypeFamily.INTERVAL_YM)
-    if base == "INTERVAL DAY" and rest.startswith("TO SECOND"):
-        return OracleType("INTERVAL DAY TO SECOND", TypeFamily.INTERVAL_DS)
+        return OracleType("INTERVAL YEAR TO MONTH", TypeFamily.INTERVAL_YM, leading_precision=given)
+    second_precision = re.fullmatch(r"TO SECOND(?:\s*\(\s*(\d+)\s*\))?", rest)
+    if base == "INTERVAL DAY" and second_precision is not None:
+        fraction = second_precision.group(1)
+        return OracleType(
+            "INTERVAL DAY TO SECOND",
+            TypeFamily.INTERVAL_DS,
+            fractional_precision=int(fraction) if fraction is not None else None,
+            leading_precision=given,
+        )
     return None
+
+
+def _with_checked_precisions(oracle_type: OracleType, text: str) -> OracleType:
+    """Precisions checked against Oracle's range; one equal to the default is stored as None,
+    so that ``TIMESTAMP(6)`` and ``TIMESTAMP`` are one type."""
+    fraction, leading = oracle_type.fractional_precision, oracle_type.leading_precision
+    for precision in (fraction, leading):
+        if precision is not None and precision not in _DATETIME_PRECISION_RANGE:
+            raise ConfigurationError(
+                f"unsupported Oracle type {text!r}: a datetime precision must be 0-9"
+            )
+    return OracleType(
+        oracle_type.name,
+        oracle_type.family,
+        fractional_precision=None if fraction == DEFAULT_FRACTIONAL_PRECISION else fraction,
+        leading_precision=None if leading == DEFAULT_LEADING_PRECISION else leading,
+    )
 
 
 # The data_type names an LCR column value may carry (lcr-contract.md).

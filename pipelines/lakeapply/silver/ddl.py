@@ -112,8 +112,7 @@ def _table_name(table: exp.Table, default_owner: str | None) -> tuple[str | None
 # Oracle types sqlglot's Oracle dialect misreads (BINARY_FLOAT as FLOAT, which is a NUMBER;
 # BINARY_DOUBLE as DOUBLE PRECISION; TIMESTAMP WITH LOCAL TIME ZONE as TIMESTAMPLTZ) or cannot
 # parse (LONG RAW; INTERVAL with precisions): before parsing, each such type's tokens are
-# replaced by a stand-in type name, read back here as the Oracle type (precisions of TIMESTAMP
-# and INTERVAL do not change a stored value: the type model has none).
+# replaced by a stand-in type name, read back here as the Oracle type with its precisions.
 _STAND_INS = {
     "LAKEAPPLY_BINARY_FLOAT": "BINARY_FLOAT",
     "LAKEAPPLY_BINARY_DOUBLE": "BINARY_DOUBLE",
@@ -129,7 +128,8 @@ _TEMPORAL_WORDS = {"DAY", "YEAR", "TO", "SECOND", "MONTH", "WITH", "LOCAL", "TIM
 
 def _stand_in_at(tokens: list[Any], at: int) -> tuple[str, int] | None:
     """The stand-in of the type whose first token is ``tokens[at]`` and the index of its last
-    token; None when sqlglot reads that type right."""
+    token; None when sqlglot reads that type right. A TIMESTAMP or INTERVAL stand-in carries
+    the type's precisions as ``P<n>`` words (``_oracle_text`` reads them back)."""
     if tokens[at].token_type == TokenType.STRING:
         return None
     word = tokens[at].text.upper()
@@ -140,18 +140,22 @@ def _stand_in_at(tokens: list[Any], at: int) -> tuple[str, int] | None:
         return _STAND_IN_OF["LONG RAW"], at + 1
     if word not in ("INTERVAL", "TIMESTAMP"):
         return None
-    words, end = [word], at + 1
+    words, with_precisions, end = [word], [word], at + 1
     while end < len(tokens):
         if tokens[end].token_type == TokenType.L_PAREN:  # a precision: ( n )
             while end < len(tokens) and tokens[end].token_type != TokenType.R_PAREN:
+                if tokens[end].token_type == TokenType.NUMBER:
+                    with_precisions.append(f"P{tokens[end].text}")
                 end += 1
         elif tokens[end].text.upper() in _TEMPORAL_WORDS:
             words.append(tokens[end].text.upper())
+            with_precisions.append(tokens[end].text.upper())
         else:
             break
         end += 1
-    stand_in = _STAND_IN_OF.get(" ".join(words))
-    return (stand_in, end - 1) if stand_in is not None else None
+    if " ".join(words) not in _STAND_IN_OF:
+        return None
+    return "LAKEAPPLY_" + "_".join(with_precisions), end - 1
 
 
 def _with_stand_ins(sql: str) -> str:
@@ -170,11 +174,27 @@ def _with_stand_ins(sql: str) -> str:
     return "".join([*pieces, sql[copied:]])
 
 
+def _oracle_text(type_text: str) -> str:
+    """The Oracle type a stand-in names (``LAKEAPPLY_INTERVAL_DAY_P3_TO_SECOND_P2`` is
+    ``INTERVAL DAY(3) TO SECOND(2)``); any other type text as it is."""
+    upper = type_text.upper()
+    if upper in _STAND_INS:
+        return _STAND_INS[upper]
+    if not upper.startswith("LAKEAPPLY_"):
+        return type_text
+    pieces: list[str] = []
+    for word in upper.removeprefix("LAKEAPPLY_").split("_"):
+        if re.fullmatch(r"P\d+", word) and pieces:
+            pieces[-1] += f"({word[1:]})"
+        else:
+            pieces.append(word)
+    return " ".join(pieces)
+
+
 def _oracle_type(kind: exp.DataType | None, column: str, text: str) -> OracleType:
     if kind is None:
         raise DdlError(INVALID_STATEMENT, f"column {column} has no data type in: {text}")
-    type_text = kind.sql(dialect="oracle")
-    type_text = _STAND_INS.get(type_text.upper(), type_text)
+    type_text = _oracle_text(kind.sql(dialect="oracle"))
     try:
         return parse_oracle_type(type_text)
     except ConfigurationError as error:
@@ -531,7 +551,33 @@ def _modify_check(
             CANNOT_DECREASE_PRECISION,
             f"column to be modified must be empty to decrease precision or scale: {change}",
         )
+    if _datetime_precision_decreases(old, new):
+        # Oracle's own number for it is ORA-30082; the spec files every decrease under 01440.
+        return StoredValuesCheck(
+            column,
+            CANNOT_DECREASE_PRECISION,
+            "column to be modified must be empty to decrease fractional second or leading "
+            f"field precision: {change}",
+        )
     return None
+
+
+def _datetime_precision_decreases(old: OracleType, new: OracleType) -> bool:
+    """A TIMESTAMP's or INTERVAL's fractional-second or leading-field precision lowered."""
+    if old.family not in _DATETIME_FAMILIES_WITH_PRECISIONS:
+        return False
+    return (
+        new.effective_fractional_precision < old.effective_fractional_precision
+        or new.effective_leading_precision < old.effective_leading_precision
+    )
+
+
+_DATETIME_FAMILIES_WITH_PRECISIONS = (
+    TypeFamily.DATETIME,
+    TypeFamily.DATETIME_TZ,
+    TypeFamily.INTERVAL_YM,
+    TypeFamily.INTERVAL_DS,
+)
 
 
 # CHAR <-> VARCHAR2 (NCHAR <-> NVARCHAR2): a column holding values changes type when its size
