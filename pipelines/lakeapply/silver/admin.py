@@ -18,7 +18,7 @@ from dataclasses import astuple, replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, Row, SparkSession
@@ -538,14 +538,62 @@ def _source_key(row: Row, owner: str = "object_owner", table: str = "object_name
     return (row["source_database"], row[owner], row[table])
 
 
+_Item = TypeVar("_Item")
+
+
+def _by_source_object(
+    rows: list[Row], item: Callable[[Row], _Item]
+) -> dict[tuple[Any, ...], list[_Item]]:
+    """One dictionary view's rows as items, grouped by the source object they describe."""
+    grouped: dict[tuple[Any, ...], list[_Item]] = {}
+    for row in rows:
+        grouped.setdefault(_source_key(row), []).append(item(row))
+    return grouped
+
+
+def _transformation_step(row: Row) -> tuple[int, ColumnTransformation]:
+    return (
+        row["step_number"],
+        ColumnTransformation(
+            TransformationKind(row["declarative_type"]),
+            tuple(row["column_names"]),
+            ValueImage(row["value_type"]),
+            value=row["column_value"],
+            expression=row["column_function"],
+            data_type=row["column_type"] or "VARCHAR2",
+        ),
+    )
+
+
+def _dml_handler(row: Row) -> DmlHandler:
+    return DmlHandler(
+        DmlOperation(row["operation_name"]),
+        user_procedure=row["user_procedure"],
+        statement=row["statement"],
+        handler_name=row["handler_name"],
+    )
+
+
+def _update_conflict_handlers(rows: list[Row]) -> tuple[UpdateConflictHandler, ...]:
+    """One handler per resolution column, with its column list in the view's order."""
+    groups: dict[str, tuple[str, list[str]]] = {}
+    for row in rows:
+        _method, columns = groups.setdefault(row["resolution_column"], (row["method_name"], []))
+        columns.append(row["column_name"])
+    return tuple(
+        UpdateConflictHandler(ConflictResolution(method), tuple(columns), resolution)
+        for resolution, (method, columns) in groups.items()
+    )
+
+
 def _destination_tables(
     fetched: dict[str, list[Row]], catalog: Catalog, name: str
 ) -> list[DestinationTable]:
     """The destination tables of an apply process with their keys, instantiation SCNs,
     conflict handlers, uncompared columns and transformations, from the dictionary rows."""
-    keys: dict[Any, list[tuple[int, str]]] = {}
-    for row in fetched[dictionary.KEY_COLUMNS]:
-        keys.setdefault(_source_key(row), []).append((row["column_position"], row["column_name"]))
+    keys = _by_source_object(
+        fetched[dictionary.KEY_COLUMNS], lambda r: (r["column_position"], r["column_name"])
+    )
     scns: dict[Any, tuple[int | None, int | None]] = {
         _source_key(row, "source_object_owner", "source_object_name"): (
             row["instantiation_scn"],
@@ -553,47 +601,17 @@ def _destination_tables(
         )
         for row in fetched[dictionary.INSTANTIATED_OBJECTS]
     }
-    handlers: dict[Any, dict[str, tuple[str, list[str]]]] = {}
-    for row in fetched[dictionary.CONFLICT_COLUMNS]:
-        groups = handlers.setdefault(_source_key(row), {})
-        _method, columns = groups.setdefault(row["resolution_column"], (row["method_name"], []))
-        columns.append(row["column_name"])
-    uncompared: dict[Any, set[tuple[str, str]]] = {}
-    for row in fetched[dictionary.COMPARE_OLD_VALUES]:
-        if row["compare"] == "N":
-            uncompared.setdefault(_source_key(row), set()).add(
-                (row["column_name"], row["operation"])
-            )
-    steps: dict[Any, list[tuple[int, ColumnTransformation]]] = {}
-    for row in fetched[dictionary.TRANSFORMATIONS]:
-        steps.setdefault(_source_key(row), []).append(
-            (
-                row["step_number"],
-                ColumnTransformation(
-                    TransformationKind(row["declarative_type"]),
-                    tuple(row["column_names"]),
-                    ValueImage(row["value_type"]),
-                    value=row["column_value"],
-                    expression=row["column_function"],
-                    data_type=row["column_type"] or "VARCHAR2",
-                ),
-            )
-        )
-    dml_handlers: dict[Any, list[DmlHandler]] = {}
-    for row in fetched[dictionary.DML_HANDLERS]:
-        dml_handlers.setdefault(_source_key(row), []).append(
-            DmlHandler(
-                DmlOperation(row["operation_name"]),
-                user_procedure=row["user_procedure"],
-                statement=row["statement"],
-                handler_name=row["handler_name"],
-            )
-        )
-    error_handlers: dict[Any, list[ErrorHandler]] = {}
-    for row in fetched[dictionary.ERROR_HANDLERS]:
-        error_handlers.setdefault(_source_key(row), []).append(
-            ErrorHandler(DmlOperation(row["operation_name"]), row["user_procedure"])
-        )
+    conflict_rows = _by_source_object(fetched[dictionary.CONFLICT_COLUMNS], lambda r: r)
+    uncompared = _by_source_object(
+        [row for row in fetched[dictionary.COMPARE_OLD_VALUES] if row["compare"] == "N"],
+        lambda r: (r["column_name"], r["operation"]),
+    )
+    steps = _by_source_object(fetched[dictionary.TRANSFORMATIONS], _transformation_step)
+    dml_handlers = _by_source_object(fetched[dictionary.DML_HANDLERS], _dml_handler)
+    error_handlers = _by_source_object(
+        fetched[dictionary.ERROR_HANDLERS],
+        lambda r: ErrorHandler(DmlOperation(r["operation_name"]), r["user_procedure"]),
+    )
     tables = []
     for row in fetched[dictionary.DESTINATION_TABLES]:
         key = _source_key(row)
@@ -610,11 +628,8 @@ def _destination_tables(
                 key_columns=tuple(column for _, column in sorted(keys.get(key, []))),
                 instantiation_scn=instantiation_scn,
                 ignore_scn=ignore_scn,
-                uncompared_columns=frozenset(uncompared.get(key, set())),
-                update_conflict_handlers=tuple(
-                    UpdateConflictHandler(ConflictResolution(method), tuple(columns), resolution)
-                    for resolution, (method, columns) in handlers.get(key, {}).items()
-                ),
+                uncompared_columns=frozenset(uncompared.get(key, [])),
+                update_conflict_handlers=_update_conflict_handlers(conflict_rows.get(key, [])),
                 transformations=tuple(
                     step for _, step in sorted(steps.get(key, []), key=lambda item: item[0])
                 ),
