@@ -21,6 +21,7 @@ from lakeapply.silver.rowops import (
     ApplyRowError,
     Key,
     Row,
+    StaticApplyRowError,
     apply_row_lcr,
     from_spark_text,
     to_canonical_text,
@@ -33,7 +34,7 @@ Position = tuple[int, str, str]  # (commit SCN, source database, transaction id)
 FOLD_OUTPUT_SCHEMA = (
     "kind string, silver_table string, key_text string, action string, row_json string, "
     "source_database_name string, transaction_id string, commit_scn long, message_number long, "
-    "error_number long, error_message string"
+    "error_number long, error_message string, error_is_static boolean"
 )
 
 _MISSING = object()
@@ -177,7 +178,7 @@ def _apply_transaction(
             continue
         try:
             if message["static_error_number"] is not None:
-                raise ApplyRowError(
+                raise StaticApplyRowError(
                     int(message["static_error_number"]), str(message["static_error_message"])
                 )
             lcr = {
@@ -205,6 +206,7 @@ def _apply_transaction(
                 int(message["message_number"]),
                 error.error_number,
                 error.text,
+                isinstance(error, StaticApplyRowError),
             )
     return None
 
@@ -224,10 +226,10 @@ def _changed_rows(
             continue
         text = key_text(table, key)
         if after is None:
-            out.append(("ROW", table.silver_table, text, "DELETE", None) + (None,) * 6)
+            out.append(("ROW", table.silver_table, text, "DELETE", None) + (None,) * 7)
         else:
             out.append(
-                ("ROW", table.silver_table, text, "UPSERT", _row_json(table, after)) + (None,) * 6
+                ("ROW", table.silver_table, text, "UPSERT", _row_json(table, after)) + (None,) * 7
             )
     return out
 
