@@ -52,9 +52,18 @@ from lakeapply.silver.settings import ApplySettings, CommitSerialization, Destin
 
 RESULTS = Path(__file__).parent / "results"
 LINES_PER_TRANSACTION = 4.5  # measured average of the generator's defaults (COMMIT included)
+CHANGES_PER_TRANSACTION = 3.0  # the generator's defaults: 1-5 row LCRs, multi-row statements
+ERRORS_METHOD = "lakeapply, error transactions"
 SOURCE = "DBS1.EXAMPLE.COM"
 PREFIXES = {"floor": "floor_", "keyed dedupe MERGE": "dedupe_", "per-transaction MERGE": "txn_"}
-METHODS = ("floor", "lakeapply", "keyed dedupe MERGE", "per-transaction MERGE", "SDP AUTO CDC")
+METHODS = (
+    "floor",
+    "lakeapply",
+    ERRORS_METHOD,
+    "keyed dedupe MERGE",
+    "per-transaction MERGE",
+    "SDP AUTO CDC",
+)
 
 
 @dataclass(frozen=True)
@@ -69,7 +78,9 @@ class Measurement:
     existing_rows: int = 0
 
 
-def _workload(lcrs: int, tables: int, work: Path) -> tuple[Path, tuple[TableDefinition, ...], int]:
+def _workload(
+    lcrs: int, tables: int, work: Path, error_transactions: float = 0.0
+) -> tuple[Path, tuple[TableDefinition, ...], int]:
     landing = work / "landing"
     shutil.rmtree(landing, ignore_errors=True)
     spec = WorkloadSpec(
@@ -78,6 +89,8 @@ def _workload(lcrs: int, tables: int, work: Path) -> tuple[Path, tuple[TableDefi
         synthetic_tables=tables,
         include_sample_scenario=False,
         files_per_source=max(4, lcrs // 125_000),
+        # The generator's conflicts are per change: about this share of transactions fails.
+        conflict_ratio=error_transactions / CHANGES_PER_TRANSACTION,
     )
     workload = write_workload(spec, landing)
     return landing, workload.tables, workload.initial_scn
@@ -125,6 +138,7 @@ def run_case(
     methods: tuple[str, ...],
     per_transaction_sample: int,
     auto_cdc_error: dict[str, str],
+    error_transactions: float = 0.01,
 ) -> list[Measurement]:
     print(f"\n{lcrs:,} LCRs into {tables} table(s)", flush=True)
     started = time.perf_counter()
@@ -185,7 +199,11 @@ def run_case(
         if method in methods:
             alternatives.create_targets(spark, database, definitions, prefix)
     for method in methods:
-        if method in runners:
+        if method == ERRORS_METHOD:
+            results.append(
+                _with_error_transactions(spark, work, lcrs, tables, error_transactions, results)
+            )
+        elif method in runners:
             measurement = _timed(spark, method, lines, tables, runners[method])
             if method == "per-transaction MERGE" and measurement.seconds is not None:
                 sampled = max(1, sampled_lcrs[-1])
@@ -218,6 +236,49 @@ def run_case(
                     Measurement(method, lines, tables, outcome.seconds, "one table only")
                 )
     return results
+
+
+def _with_error_transactions(
+    spark: SparkSession,
+    work: Path,
+    lcrs: int,
+    tables: int,
+    share: float,
+    so_far: list[Measurement],
+) -> Measurement:
+    """The same size with about ``share`` of the transactions failing at apply (conflicts the
+    generator plants), timed against the error-free apply measured just before."""
+    landing, definitions, initial_scn = _workload(lcrs, tables, work / "errors", share)
+    catalog = Catalog(f"bench_errors_{lcrs}_{tables}")
+    lines = ingest(spark, catalog, landing).lines
+    settings = apply_settings(definitions, initial_scn)
+    ensure_apply_tables(spark, catalog)
+    ensure_destination_tables(spark, catalog, settings)
+
+    def run() -> str:
+        reports = run_apply(spark, catalog, settings)
+        errors = sum(r.errors for r in reports)
+        passes = sum(r.passes for r in reports)
+        return f"{len(reports)} cycle(s), {errors:,} error transactions, {passes} fold passes"
+
+    measured = _timed(spark, ERRORS_METHOD, lines, tables, run)
+    error_free = next((m for m in so_far if m.method == "lakeapply" and m.seconds), None)
+    if error_free is None or error_free.seconds is None or measured.seconds is None:
+        return measured
+    ratio = measured.seconds / error_free.seconds
+    note = (
+        f"{share:.0%} of transactions planted to fail: {measured.note}; "
+        f"{ratio:.2f}x the error-free apply"
+    )
+    return Measurement(
+        measured.method,
+        lines,
+        tables,
+        measured.seconds,
+        note,
+        measured.driver_peak_mib,
+        measured.jvm_heap_mib,
+    )
 
 
 def _apply_cycles(spark: SparkSession, catalog: Catalog, settings: ApplySettings) -> str:
@@ -348,6 +409,12 @@ def main() -> None:
     )
     parser.add_argument("--per-transaction-sample", type=int, default=30)
     parser.add_argument(
+        "--error-transactions",
+        type=float,
+        default=0.01,
+        help=f"share of transactions planted to fail in the {ERRORS_METHOD!r} workload",
+    )
+    parser.add_argument(
         "--per-transaction-max-lcrs",
         type=int,
         default=100_000,
@@ -389,7 +456,14 @@ def main() -> None:
                     if m != "per-transaction MERGE" or lcrs <= args.per_transaction_max_lcrs
                 )  # fmt: skip
                 results += run_case(
-                    spark, work, lcrs, tables, chosen, args.per_transaction_sample, auto_cdc_error
+                    spark,
+                    work,
+                    lcrs,
+                    tables,
+                    chosen,
+                    args.per_transaction_sample,
+                    auto_cdc_error,
+                    args.error_transactions,
                 )
                 text = markdown(results, "lakeapply apply against the floor and the alternatives")
                 (args.out / f"{stamp}.md").write_text(text)
