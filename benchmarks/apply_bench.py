@@ -53,7 +53,7 @@ from lakeapply.silver.settings import ApplySettings, CommitSerialization, Destin
 RESULTS = Path(__file__).parent / "results"
 LINES_PER_TRANSACTION = 4.5  # measured average of the generator's defaults (COMMIT included)
 CHANGES_PER_TRANSACTION = 3.0  # the generator's defaults: 1-5 row LCRs, multi-row statements
-ERRORS_METHOD = "lakeapply, error transactions"
+ERRORS_METHOD = "lakeapply with error transactions"
 SOURCE = "DBS1.EXAMPLE.COM"
 PREFIXES = {"floor": "floor_", "keyed dedupe MERGE": "dedupe_", "per-transaction MERGE": "txn_"}
 METHODS = (
