@@ -60,47 +60,9 @@ def position_of(error: Any) -> Position:
     return (int(error.commit_scn), str(error.source_database_name), str(error.transaction_id))
 
 
-_GROUP = ("silver_table", "group_id")
-
-
-def _fold_again(
-    fold_input: DataFrame,
-    plan: FoldPlan,
-    buckets: int,
-    previous: DataFrame | None,
-    refold: DataFrame | None,
-) -> DataFrame:
-    """One pass: every group, or only the ``refold`` groups, with the other groups' rows and
-    errors kept from ``previous``. A group's fold depends on the failed set only through the
-    transactions it holds, so a group no newly failed transaction touches folds as before."""
-    if previous is None or refold is None:
-        return materialize(run_fold(fold_input, plan, buckets))
-    again = materialize(
-        run_fold(fold_input.join(F.broadcast(refold), list(_GROUP), "left_semi"), plan, buckets)
-    )
-    kept = previous.join(F.broadcast(refold), list(_GROUP), "left_anti")
-    return kept.unionByName(again)
-
-
-def _groups_of(
-    spark: SparkSession, fold_input: DataFrame, transactions: dict[tuple[str, str], Any]
-) -> DataFrame:
-    """The key groups that hold an LCR of one of ``transactions`` (few: newly failed ones)."""
-    wanted = spark.createDataFrame(
-        sorted(transactions), "source_database_name string, transaction_id string"
-    )
-    return materialize(
-        fold_input.where(F.col("kind") == "LCR")
-        .join(F.broadcast(wanted), list(TRANSACTION_KEY), "left_semi")
-        .select(*_GROUP)
-        .distinct()
-    )
-
-
 def fold_passes(cycle: Cycle, inputs: CycleInput) -> tuple[CycleInput, FoldOutcome]:
     """Step 4 (design-notes 1): only the earliest newly failing transaction is certain, and so
-    is everything before it. A pass after the first folds again only the key groups the newly
-    failed transactions touch. A pass that finds no new failure is already the final fold: its
+    is everything before it. A pass that finds no new failure is already the final fold: its
     rows are kept, not re-run. A proven failure whose LCR has an error handler is given to it
     first (``silver/error_handlers.py``): what it returns replaces the LCR, so the input the
     outcome was folded from is returned with it."""
@@ -116,13 +78,11 @@ def fold_passes(cycle: Cycle, inputs: CycleInput) -> tuple[CycleInput, FoldOutco
     passes = 0
     components: DataFrame | _Unlabelled | None = None
     handled: frozenset[MessageId] = frozenset()
-    folded: DataFrame | None = None
-    refold: DataFrame | None = None  # the groups the next pass folds again; None: every group
     while True:
         passes += 1
         cycle.progress(f"fold pass {passes}")
-        plan = FoldPlan(settings, frozenset(failed), cut)
-        folded = _fold_again(fold_input, plan, buckets, folded, refold)
+        folded = run_fold(fold_input, FoldPlan(settings, frozenset(failed), cut), buckets)
+        folded = materialize(folded)
         errors = earliest_error_per_transaction(folded)
         failed = {  # exact state
             key: known if key in late else errors.get(key, known) for key, known in failed.items()
@@ -134,8 +94,13 @@ def fold_passes(cycle: Cycle, inputs: CycleInput) -> tuple[CycleInput, FoldOutco
             break
         first = new_failures[0]
         stopping = settings.disable_on_error or passes >= settings.max_error_passes
-        certain, components = _proven_failures(
-            cycle, fold_input, new_failures, stopping, components
+        uncertain = [error for error in new_failures[1:] if not error.fails_statically]
+        if not stopping and components is None and uncertain:
+            components = _transaction_components(cycle, fold_input)
+        certain = (
+            {(first.source_database_name, first.transaction_id): first}
+            if stopping
+            else _certain_failures(cycle.spark, new_failures, components)
         )
         handling = handle_errors(cycle, inputs, list(certain.values()), handled)
         if handling is not None:
@@ -143,7 +108,7 @@ def fold_passes(cycle: Cycle, inputs: CycleInput) -> tuple[CycleInput, FoldOutco
             # failures of this pass, and the transaction graph, are proven again.
             inputs, handled = handling.inputs, handling.handled
             fold_input, buckets = inputs.fold_input, inputs.buckets
-            components = refold = None
+            components = None
             continue
         if stopping:
             failed[(first.source_database_name, first.transaction_id)] = first
@@ -160,7 +125,6 @@ def fold_passes(cycle: Cycle, inputs: CycleInput) -> tuple[CycleInput, FoldOutco
             )
             break
         failed.update(certain)
-        refold = _groups_of(cycle.spark, fold_input, certain)
     aborted_error = None
     if settings.disable_on_error and failed:
         aborted_error = failed[min(failed, key=lambda key: position_of(failed[key]))]
@@ -221,24 +185,6 @@ def dependent_fold(
         if not new_failures:
             return folded, held, passes
         stopping |= new_failures
-
-
-def _proven_failures(
-    cycle: Cycle,
-    fold_input: DataFrame,
-    new_failures: list[Any],
-    stopping: bool,
-    components: DataFrame | _Unlabelled | None,
-) -> tuple[dict[tuple[str, str], Any], DataFrame | _Unlabelled | None]:
-    """What a pass proved (only the earliest failure when the cycle stops at it), and the
-    transaction graph, labelled the first time more than one failure needs it."""
-    first = new_failures[0]
-    if stopping:
-        return {(first.source_database_name, first.transaction_id): first}, components
-    uncertain = [error for error in new_failures[1:] if not error.fails_statically]
-    if components is None and uncertain:
-        components = _transaction_components(cycle, fold_input)
-    return _certain_failures(cycle.spark, new_failures, components), components
 
 
 class _Unlabelled:
