@@ -71,33 +71,3 @@ def test_a_failure_caused_by_an_earlier_failure_in_its_component_is_found_in_a_l
     assert [(r.passes, r.errors) for r in reports] == [(3, 3)]
     assert queued(lakeapply) == {"1.0.1": 26787, "1.0.2": 26787, "1.0.3": 26787}
     assert lakeapply.silver("HR.T").count() == 0
-
-
-def test_failures_no_destination_row_can_change_are_all_proven_in_the_pass_that_finds_them(
-    lakeapply: LakeapplyHarness,
-) -> None:
-    lakeapply.configure(apply_settings(T, disable_on_error=False))
-    lakeapply.create_tables()
-    # Both transactions write key 5 (one component), and each has a value too long for V
-    # (ORA-12899: an error of the LCR alone). 1.0.3 does not fail.
-    first = (
-        lakeapply.txn(scn=100, transaction_id="1.0.1")
-        .insert("HR.T", ID=5, V="a")
-        .insert("HR.T", ID=1, V="x" * 11)
-        .commit(scn=101)
-    )
-    second = (
-        lakeapply.txn(scn=110, transaction_id="1.0.2")
-        .update("HR.T", old={"ID": 5, "V": "a"}, new={"ID": 5, "V": "b"})
-        .insert("HR.T", ID=6, V="y" * 20)
-        .commit(scn=111)
-    )
-    third = lakeapply.txn(scn=120, transaction_id="1.0.3").insert("HR.T", ID=7, V="ok")
-
-    reports = lakeapply.run(first, second, third.commit(scn=121))
-
-    # Pass 1 proves both (not only the earliest of the component); pass 2 finds nothing new
-    # and gives 1.0.2 its earliest error: key 5 was never inserted.
-    assert [(r.passes, r.errors) for r in reports] == [(2, 2)]
-    assert queued(lakeapply) == {"1.0.1": 12899, "1.0.2": 26787}
-    assert [r.ID for r in lakeapply.silver("HR.T").collect()] == [7]

@@ -21,7 +21,6 @@ from lakeapply.silver.rowops import (
     ApplyRowError,
     Key,
     Row,
-    StaticApplyRowError,
     apply_row_lcr,
     from_spark_text,
     to_canonical_text,
@@ -34,7 +33,7 @@ Position = tuple[int, str, str]  # (commit SCN, source database, transaction id)
 FOLD_OUTPUT_SCHEMA = (
     "kind string, silver_table string, key_text string, action string, row_json string, "
     "source_database_name string, transaction_id string, commit_scn long, message_number long, "
-    "error_number long, error_message string, error_is_static boolean"
+    "error_number long, error_message string"
 )
 
 _MISSING = object()
@@ -178,7 +177,7 @@ def _apply_transaction(
             continue
         try:
             if message["static_error_number"] is not None:
-                raise StaticApplyRowError(
+                raise ApplyRowError(
                     int(message["static_error_number"]), str(message["static_error_message"])
                 )
             lcr = {
@@ -206,7 +205,6 @@ def _apply_transaction(
                 int(message["message_number"]),
                 error.error_number,
                 error.text,
-                isinstance(error, StaticApplyRowError),
             )
     return None
 
@@ -226,10 +224,10 @@ def _changed_rows(
             continue
         text = key_text(table, key)
         if after is None:
-            out.append(("ROW", table.silver_table, text, "DELETE", None) + (None,) * 7)
+            out.append(("ROW", table.silver_table, text, "DELETE", None) + (None,) * 6)
         else:
             out.append(
-                ("ROW", table.silver_table, text, "UPSERT", _row_json(table, after)) + (None,) * 7
+                ("ROW", table.silver_table, text, "UPSERT", _row_json(table, after)) + (None,) * 6
             )
     return out
 

@@ -39,15 +39,10 @@ def run_fold(fold_input: DataFrame, plan: FoldPlan, buckets: int) -> DataFrame:
 
 def earliest_error_per_transaction(folded: DataFrame) -> dict[tuple[str, str], Any]:
     """transaction -> its first failing message (lowest message number) among fold errors,
-    chosen in Spark: the driver receives one row per failing transaction, not one per error.
-    ``fails_statically``: one of its errors is static (``StaticApplyRowError``), so it fails
-    whatever the transactions before it do."""
-    transaction = Window.partitionBy(*TRANSACTION_KEY)
-    first = transaction.orderBy("message_number", "error_number")
-    static = F.coalesce(F.max(F.col("error_is_static").cast("int")).over(transaction), F.lit(0))
+    chosen in Spark: the driver receives one row per failing transaction, not one per error."""
+    first = Window.partitionBy(*TRANSACTION_KEY).orderBy("message_number", "error_number")
     rows = (
         folded.where(F.col("kind") == "ERROR")
-        .withColumn("fails_statically", static == 1)
         .withColumn("_rank", F.row_number().over(first))
         .where(F.col("_rank") == 1)
         .drop("_rank")
@@ -94,8 +89,7 @@ def fold_passes(cycle: Cycle, inputs: CycleInput) -> tuple[CycleInput, FoldOutco
             break
         first = new_failures[0]
         stopping = settings.disable_on_error or passes >= settings.max_error_passes
-        uncertain = [error for error in new_failures[1:] if not error.fails_statically]
-        if not stopping and components is None and uncertain:
+        if not stopping and components is None and len(new_failures) > 1:
             components = _transaction_components(cycle, fold_input)
         certain = (
             {(first.source_database_name, first.transaction_id): first}
@@ -209,18 +203,12 @@ def _transaction_components(cycle: Cycle, fold_input: DataFrame) -> DataFrame | 
 def _certain_failures(
     spark: SparkSession, new_failures: list[Any], components: DataFrame | _Unlabelled | None
 ) -> dict[tuple[str, str], Any]:
-    """The new failures a pass has proven (``new_failures`` in apply order): those that fail
-    statically, and the earliest of each component of transactions that share fold groups
-    (silver/components.py), or only the earliest of all when there is one failure or the
-    components are unknown."""
+    """The new failures a pass has proven (``new_failures`` in apply order): the earliest of
+    each component of transactions that share fold groups (silver/components.py), or only the
+    earliest of all when there is one failure or the components are unknown."""
     first = new_failures[0]
-    static = {
-        (error.source_database_name, error.transaction_id): error
-        for error in new_failures
-        if error.fails_statically
-    }
     if not isinstance(components, DataFrame):
-        return {(first.source_database_name, first.transaction_id): first, **static}
+        return {(first.source_database_name, first.transaction_id): first}
     wanted = spark.createDataFrame(
         [(e.source_database_name, e.transaction_id) for e in new_failures],
         "source_database_name string, transaction_id string",
@@ -238,4 +226,4 @@ def _certain_failures(
         if component not in seen:
             seen.add(component)
             certain[key] = error
-    return {**certain, **static}
+    return certain

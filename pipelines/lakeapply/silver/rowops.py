@@ -45,12 +45,6 @@ class ApplyRowError(Exception):
         self.text = text
 
 
-class StaticApplyRowError(ApplyRowError):
-    """An error of the LCR alone (a missing key column, an unknown column, a value that does
-    not convert or fit): no destination row changes it, so its transaction fails whatever the
-    transactions before it did (``silver/fold_passes.py`` needs no further pass to know)."""
-
-
 def _ora(error_number: int, text: str) -> ApplyRowError:
     return ApplyRowError(error_number, f"ORA-{error_number:05d}: {text}")
 
@@ -318,10 +312,7 @@ def _prepare(table: DestinationTable, lcr: dict[str, Any]) -> _Prepared:
 def apply_row_lcr(table: DestinationTable, rows: dict[Key, Row], lcr: dict[str, Any]) -> None:
     """Apply one row LCR to ``rows`` (one destination table), or raise ApplyRowError."""
     command = lcr["command_type"]
-    try:
-        lcr_parts = _prepare(table, lcr)
-    except ApplyRowError as error:
-        raise StaticApplyRowError(error.error_number, error.text) from None
+    lcr_parts = _prepare(table, lcr)
     if command == "INSERT":
         _insert(table, rows, lcr_parts.new, lcr_parts.key_image)
     elif command in LOB_COMMANDS:
