@@ -552,7 +552,8 @@ def _modify_check(
             f"column to be modified must be empty to decrease precision or scale: {change}",
         )
     if _datetime_precision_decreases(old, new):
-        # Oracle's own number for it is ORA-30082; the spec files every decrease under 01440.
+        # Oracle raises its own datetime-precision number here; the spec files every decrease
+        # under 01440, so the queue keeps one number for "a smaller precision needs an empty column".
         return StoredValuesCheck(
             column,
             CANNOT_DECREASE_PRECISION,
