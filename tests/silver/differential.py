@@ -153,10 +153,14 @@ def split_in_commit_order(lcrs: list[dict[str, Any]], parts: int) -> list[list[d
         if copy_of_sent and key in ends:
             key = (*key, "again")
         last[key] = i
-        if lcr["command_type"] in ("COMMIT", "ROLLBACK"):
+        # A DDL LCR that carries its commit SCN is a transaction of its own, committed without a
+        # COMMIT (rule 10): in the commit order like a COMMIT, or a cut could land it before
+        # commits below it. A DDL followed by a COMMIT is ordered by that COMMIT.
+        ddl = "ddl_text" in lcr and lcr.get("commit_scn") is not None
+        if lcr["command_type"] in ("COMMIT", "ROLLBACK") or ddl:
             ends.setdefault(key, i)
-            if lcr["command_type"] == "COMMIT" and not copy_of_sent:
-                commits.append((i, lcr["scn"]))
+            if (lcr["command_type"] == "COMMIT" or ddl) and not copy_of_sent:
+                commits.append((i, lcr["commit_scn"] if ddl else lcr["scn"]))
 
     def valid(cut: int) -> bool:
         in_order = all(
