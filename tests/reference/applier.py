@@ -124,11 +124,23 @@ D23 What a DML or error handler returns may name another table of the apply (a h
     absence is 26687); an object with no destination, or a dropped one, is 00942. What one
     message's handlers executed is rolled back together on an error (one savepoint).
 
-Late input is not modelled: the reference applies one arrival sequence at once, so a COMMIT that
-lands before some of its LCRs simply groups with them, and no watermark is passed before a COMMIT
-arrives. The engine's handling of input that arrives after a cycle processed its point (late LCRs,
-ORA-20001; a COMMIT below the low watermark, ORA-20002) is tested in tests/silver/test_late_input.py;
-the differential cuts batches so that neither occurs.
+D24 Late input (``late_input``, with ``batch_ends``): the apply reads the arrival sequence in
+    ingest batches and processes, at the end of each batch, every transaction whose end (D1, D15)
+    arrived in it; within a batch a COMMIT that lands before some of its LCRs groups with them.
+    Modelled without disable_on_error (no abort; a ValueError) and where every batch's
+    transactions are processed in it (no DDL barrier, no pass limit: the differential sees to
+    that). Per source database, the low watermark before a batch is the highest CSCN processed
+    in the batches before it. *Late COMMIT*: a transaction ended by a COMMIT whose CSCN is below
+    the low watermark before its batch is an error transaction, ORA-20002, whatever its LCRs
+    would do: its messages (D2), failing at message 1 (0 when it has none); it changes nothing
+    and moves no watermark. *Late LCRs*: LCRs of a committed transaction arriving in a batch
+    after the one its COMMIT arrived in are not part of it (it was applied or queued without
+    them); each such batch's late LCRs that are messages (D2, in their own apply order) are one
+    error transaction, ORA-20001, under the transaction's id and CSCN, failing at message 1; it
+    has no outcome of its own and counts as an error. A copy of an LCR received before is no
+    late LCR (D14). The engine's messages for late input are tested in
+    tests/silver/test_late_input.py; without ``late_input`` the differential cuts batches in
+    commit order, so that neither occurs.
 
 D16 Column DDL (rule 10), in the narrow grammar the workloads draw (anything else under
     ``ALTER TABLE`` is a ValueError, D12): ``ALTER TABLE o.t ADD (c type)``, ``DROP COLUMN c``,
@@ -577,12 +589,20 @@ def reference_apply(
     lcrs: Iterable[dict[str, Any]],
     initial_rows: Mapping[str, Iterable[dict[str, Any]]] | None = None,
     batch_ends: Sequence[int] = (),
+    late_input: bool = False,
 ) -> ReferenceResult:
     """Apply ``lcrs`` (contract dicts, in arrival order) to destination tables that start with
     ``initial_rows`` (silver table -> rows, raw LCR text or Python values), as one apply run.
-    ``batch_ends``: arrival positions where ingest batches end (exclusive), read only by a
-    DEPENDENT_TRANSACTIONS abort (D15)."""
+    ``batch_ends``: arrival positions where ingest batches end (exclusive), read by a
+    DEPENDENT_TRANSACTIONS abort (D15) and, with ``late_input``, to find late input (D24)."""
     transactions, received = _group_transactions(settings, lcrs)
+    late_lcrs: list[ErrorTransaction] = []
+    late_commits: set[tuple[str, str]] = set()
+    if late_input:
+        if settings.disable_on_error:
+            raise ValueError("late input (D24) is modelled without disable_on_error")
+        late_lcrs = _late_lcr_errors(settings, transactions, batch_ends)
+        late_commits = _late_commits(transactions, batch_ends)
     databases = settings.source_databases
     result = ReferenceResult(
         tables=_initial_tables(settings, initial_rows or {}),
@@ -607,6 +627,9 @@ def reference_apply(
     not_fully_applied = [t for t in transactions if not t.rolled_back and t.commit_scn is None]
     dependent = settings.commit_serialization == "DEPENDENT_TRANSACTIONS"
     for index, transaction in enumerate(committed):
+        if (transaction.source_database, transaction.transaction_id) in late_commits:
+            _record(result, transaction, _late_commit_error(settings, transaction))  # D24
+            continue  # below the low watermark already: it moves no watermark
         outcome = _apply_transaction(settings, result.tables, transaction)
         if isinstance(outcome, _Applied):
             settings = outcome.settings  # D16: the next transactions see its column DDL
@@ -627,6 +650,9 @@ def reference_apply(
         # Rule 9, FULL: applied transactions are a prefix of CSCN order, low = high watermark.
         result.low_watermark[transaction.source_database] = transaction.commit_scn
         result.high_watermark[transaction.source_database] = transaction.commit_scn
+    for late in late_lcrs:  # D24: error transactions of their own, no outcome
+        result.errors.append(late)
+        result.counters["errors"] += 1
     for table in settings.tables:
         if not table.dropped:  # D18: a dropped table has no definition left
             result.definitions.setdefault(table.silver_table, table.definition)
@@ -638,6 +664,102 @@ def reference_apply(
         oldest = result.oldest_scn[database]
         result.oldest_scn[database] = first_scn if oldest is None else min(oldest, first_scn)
     return result
+
+
+def _batch_of(arrival: int, batch_ends: Sequence[int]) -> int:
+    """The ingest batch (0-based) an arrival position lands in (D24)."""
+    return bisect.bisect_right(sorted(batch_ends), arrival)
+
+
+def _late_lcr_errors(
+    settings: ApplyProcess, transactions: list[_Transaction], batch_ends: Sequence[int]
+) -> list[ErrorTransaction]:
+    """D24: takes the late LCRs out of their committed transactions; returns one ORA-20001
+    error transaction per transaction and batch of late LCRs that holds messages."""
+    errors: list[ErrorTransaction] = []
+    for transaction in transactions:
+        commit_scn = transaction.commit_scn
+        if commit_scn is None or transaction.end_arrival is None:
+            continue  # open, rolled back, or ended by its DDL (no COMMIT to come before them)
+        ended_in = _batch_of(transaction.end_arrival, batch_ends)
+        late_by_batch: dict[int, list[tuple[int, dict[str, Any]]]] = {}
+        for arrival, lcr in transaction.lcrs:
+            if _batch_of(arrival, batch_ends) > ended_in:
+                late_by_batch.setdefault(_batch_of(arrival, batch_ends), []).append((arrival, lcr))
+        late = {arrival for pieces in late_by_batch.values() for arrival, _ in pieces}
+        transaction.lcrs = [(a, lcr) for a, lcr in transaction.lcrs if a not in late]
+        for batch in sorted(late_by_batch):
+            pieces = sorted(
+                late_by_batch[batch],
+                key=lambda item: (item[1]["scn"], item[1].get("position") or "", item[0]),
+            )
+            database = transaction.source_database
+            messages = [
+                _message(settings, database, lcr)
+                for _, lcr in pieces
+                if not _is_ddl(lcr) and _passes_rules(settings, database, lcr)
+            ]
+            if messages:
+                errors.append(
+                    ErrorTransaction(
+                        source_database=database,
+                        source_transaction_id=transaction.transaction_id,
+                        source_commit_scn=commit_scn,
+                        message_number=1,
+                        error_number=20001,
+                        error_message=f"ORA-20001: late LCRs of {transaction.transaction_id}",
+                        message_count=len(messages),
+                        lcrs=tuple(messages),
+                    )
+                )
+    return errors
+
+
+def _late_commits(
+    transactions: list[_Transaction], batch_ends: Sequence[int]
+) -> set[tuple[str, str]]:
+    """D24: the transactions ended by a COMMIT below the low watermark before its batch."""
+    by_batch: dict[int, list[_Transaction]] = {}
+    for transaction in transactions:
+        if transaction.commit_scn is not None:
+            by_batch.setdefault(_batch_of(transaction.ended_at, batch_ends), []).append(transaction)
+    watermark: dict[str, int] = {}
+    late: set[tuple[str, str]] = set()
+    for batch in sorted(by_batch):
+        processed: dict[str, int] = {}
+        for transaction in by_batch[batch]:
+            database, commit_scn = transaction.source_database, transaction.commit_scn
+            assert commit_scn is not None
+            if transaction.end_arrival is not None and commit_scn < watermark.get(
+                database, commit_scn
+            ):
+                late.add((database, transaction.transaction_id))
+            else:
+                processed[database] = max(processed.get(database, commit_scn), commit_scn)
+        for database, highest in processed.items():
+            watermark[database] = max(watermark.get(database, highest), highest)
+    return late
+
+
+def _late_commit_error(settings: ApplyProcess, transaction: _Transaction) -> ErrorTransaction:
+    """D24: a late COMMIT's transaction, queued with ORA-20002 whatever its LCRs would do."""
+    database = transaction.source_database
+    assert transaction.commit_scn is not None
+    messages = [
+        _message(settings, database, lcr)
+        for lcr in transaction.lcrs_passing(settings)
+        if not _is_ddl(lcr)
+    ]
+    return ErrorTransaction(
+        source_database=database,
+        source_transaction_id=transaction.transaction_id,
+        source_commit_scn=transaction.commit_scn,
+        message_number=1 if messages else 0,
+        error_number=20002,
+        error_message=f"ORA-20002: late COMMIT of {transaction.transaction_id}",
+        message_count=len(messages),
+        lcrs=tuple(messages),
+    )
 
 
 def _record(

@@ -2853,3 +2853,73 @@ def test_workloads_with_create_table_make_dropped_tables_again_and_write_them() 
     check()
     assert created >= 10, created
     assert written_after >= 3, written_after
+
+
+# ---------------------------------------------------------------------------------------------
+# D24: late input, read in ingest batches
+# ---------------------------------------------------------------------------------------------
+
+CARRY_ON = apply_settings(disable_on_error=False)
+
+
+def test_a_commit_below_the_low_watermark_of_the_batches_before_is_queued_as_late() -> None:
+    lcrs = [
+        insert("1.1.1", 100, BOB),  # its COMMIT lands in the next batch
+        insert("2.2.2", 110, {**BOB, "ID": "5"}),
+        commit("2.2.2", 111),
+        commit("1.1.1", 101),  # batch 2: below the low watermark 111
+    ]
+    result = reference_apply(CARRY_ON, lcrs, batch_ends=[3, 4], late_input=True)
+    late = only_error(result)
+    assert (late.source_transaction_id, late.error_number) == ("1.1.1", 20002)
+    assert (late.message_number, late.message_count, late.source_commit_scn) == (1, 1, 101)
+    assert list(accounts(result)) == [(5,)]
+    assert result.low_watermark == result.high_watermark == {DB: 111}
+    assert result.outcomes[(DB, "1.1.1")] == (101, "ERROR")
+
+
+def test_a_commit_landing_late_but_above_the_watermark_applies() -> None:
+    lcrs = [insert("1.1.1", 100, BOB), commit("2.2.2", 90), commit("1.1.1", 101)]
+    result = reference_apply(CARRY_ON, lcrs, batch_ends=[2, 3], late_input=True)
+    assert result.errors == []
+    assert list(accounts(result)) == [(2,)]
+
+
+def test_lcrs_landing_after_their_commit_was_processed_are_an_error_of_their_own() -> None:
+    lcrs = [
+        insert("1.1.1", 100, BOB),
+        commit("1.1.1", 102),
+        insert("1.1.1", 101, {**BOB, "ID": "5"}),  # batch 2: its COMMIT was processed
+        delete("1.1.1", 101, BOB, position="2"),
+    ]
+    result = reference_apply(CARRY_ON, lcrs, batch_ends=[2, 4], late_input=True)
+    late = only_error(result)
+    assert (late.source_transaction_id, late.error_number, late.source_commit_scn) == (
+        "1.1.1",
+        20001,
+        102,
+    )
+    assert (late.message_number, late.message_count) == (1, 2)
+    assert [lcr["command_type"] for lcr in late.lcrs] == ["INSERT", "DELETE"]
+    assert list(accounts(result)) == [(2,)]  # applied without them
+    assert result.outcomes == {(DB, "1.1.1"): (102, "APPLIED")}
+    assert result.counters["errors"] == 1
+
+
+def test_a_late_copy_of_an_lcr_received_before_is_no_late_lcr() -> None:
+    lcrs = [insert("1.1.1", 100, BOB), commit("1.1.1", 101), insert("1.1.1", 100, BOB)]
+    result = reference_apply(CARRY_ON, lcrs, batch_ends=[2, 3], late_input=True)
+    assert result.errors == []
+    assert list(accounts(result)) == [(2,)]
+
+
+def test_in_one_batch_a_commit_before_its_lcrs_groups_with_them() -> None:
+    lcrs = [commit("1.1.1", 101), insert("1.1.1", 100, BOB)]
+    result = reference_apply(CARRY_ON, lcrs, batch_ends=[2], late_input=True)
+    assert result.errors == []
+    assert list(accounts(result)) == [(2,)]
+
+
+def test_late_input_is_not_modelled_with_disable_on_error() -> None:
+    with pytest.raises(ValueError, match="D24"):
+        reference_apply(apply_settings(disable_on_error=True), [], batch_ends=[1], late_input=True)

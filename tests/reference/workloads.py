@@ -41,12 +41,15 @@ class Workload:
     ``apply_processes`` entry of lakeapply.yml whose tables name their definition files,
     ``definitions`` maps those file names to table-definition documents, ``lcrs`` are contract
     LCR dicts in arrival order, ``initial`` the initial copy of each silver table (raw LCR
-    values)."""
+    values); ``landing``: when set, the arrival positions where the ingest batches end
+    (exclusive; the last is ``len(lcrs)``), a landing order that may break commit order (late
+    input, D24); when empty, the batches are cut in commit order."""
 
     process: dict[str, Any]
     definitions: dict[str, dict[str, Any]]
     lcrs: list[Lcr]
     initial: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    landing: tuple[int, ...] = ()
 
 
 SOURCES = ("DBA.EXAMPLE.COM", "DBB.EXAMPLE.COM")

@@ -15,6 +15,7 @@ silver tables, so they cannot see each other, and the engine's result is split b
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 import re
 from collections.abc import Sequence
@@ -93,7 +94,7 @@ def with_parameters(workload: Workload, **changes: Any) -> Workload:
             process.setdefault("rules", {})[name] = value
         else:
             process.setdefault("parameters", {})[name] = value
-    return Workload(process, workload.definitions, workload.lcrs, workload.initial)
+    return dataclasses.replace(workload, process=process)
 
 
 def merge(workloads: Sequence[Workload], apply_name: str) -> Workload:
@@ -176,9 +177,81 @@ def split_in_commit_order(lcrs: list[dict[str, Any]], parts: int) -> list[list[d
     return [lcrs[a:b] for a, b in itertools.pairwise(bounds) if lcrs[a:b]]
 
 
+def landing_parts(workload: Workload, parts: int) -> list[list[dict[str, Any]]]:
+    """The workload's ingest batches: as its ``landing`` plans them, else cut in commit order."""
+    if workload.landing:
+        bounds = [0, *workload.landing]
+        return [workload.lcrs[a:b] for a, b in itertools.pairwise(bounds) if b > a]
+    return split_in_commit_order(workload.lcrs, parts)
+
+
+def _is_row_change(lcr: dict[str, Any]) -> bool:
+    return lcr["command_type"] in ("INSERT", "UPDATE", "DELETE")
+
+
+def with_late_input(workload: Workload, parts: int) -> Workload:
+    """The workload landed late (reference D24): cut into ``parts`` batches in commit order,
+    then at each cut the COMMIT of one transaction moves past it when a later COMMIT of its
+    source stays before the cut (a late COMMIT), and the last row LCR of another transaction
+    committed before the cut moves past it (a late LCR). Only transactions of the apply's
+    sources made of row LCRs and one COMMIT, none of them sent twice, are moved."""
+    pieces = [list(piece) for piece in split_in_commit_order(workload.lcrs, parts)]
+    sources = set(workload.process["source_databases"])
+    lines: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for lcr in workload.lcrs:
+        lines.setdefault((lcr["source_database_name"], lcr["transaction_id"]), []).append(lcr)
+
+    def movable(key: tuple[str, str], piece: list[dict[str, Any]]) -> bool:
+        mine = lines[key]
+        commits = [lcr for lcr in mine if lcr["command_type"] == "COMMIT"]
+        return (
+            key[0] in sources
+            and len(commits) == 1
+            and all(_is_row_change(lcr) or lcr is commits[0] for lcr in mine)
+            and all(any(lcr is other for other in piece) for lcr in mine)
+            and all(mine.count(lcr) == 1 for lcr in mine)
+        )
+
+    for k in range(len(pieces) - 1):
+        before, after = pieces[k], pieces[k + 1]
+        commits = [
+            lcr
+            for lcr in before
+            if lcr["command_type"] == "COMMIT"
+            and movable((lcr["source_database_name"], lcr["transaction_id"]), before)
+        ]
+        late_commit = next(
+            (
+                lcr
+                for lcr in sorted(commits, key=lambda lcr: lcr["scn"])
+                if any(
+                    other["command_type"] == "COMMIT"
+                    and other["source_database_name"] == lcr["source_database_name"]
+                    and other["scn"] > lcr["scn"]
+                    for other in before
+                )
+            ),
+            None,
+        )
+        moved: list[dict[str, Any]] = []
+        if late_commit is not None:
+            moved.append(late_commit)
+        for lcr in sorted(commits, key=lambda lcr: -lcr["scn"]):
+            key = (lcr["source_database_name"], lcr["transaction_id"])
+            changes = [line for line in lines[key] if _is_row_change(line)]
+            if lcr is not late_commit and changes:
+                moved.insert(0, changes[-1])
+                break
+        pieces[k] = [lcr for lcr in before if not any(lcr is m for m in moved)]
+        pieces[k + 1] = moved + after
+    lcrs = [lcr for piece in pieces for lcr in piece]
+    ends = tuple(itertools.accumulate(len(piece) for piece in pieces))
+    return dataclasses.replace(workload, lcrs=lcrs, landing=ends)
+
+
 def landing_batches(workloads: Sequence[Workload], parts: int) -> list[list[dict[str, Any]]]:
     """Batch k holds part k of every workload (their sources are disjoint)."""
-    split = [split_in_commit_order(w.lcrs, parts) for w in workloads]
+    split = [landing_parts(w, parts) for w in workloads]
     return [
         [lcr for pieces in split if k < len(pieces) for lcr in pieces[k]]
         for k in range(max((len(pieces) for pieces in split), default=0))
@@ -262,11 +335,9 @@ def reference_outcome(workload: Workload, batches: int = 1) -> Comparable:
     """The reference's result; ``batches``: the ingest batches the engine reads the workload
     in, one per cycle (what a DEPENDENT_TRANSACTIONS abort has received: reference D15)."""
     process = reference_process(workload)
-    ends = list(
-        itertools.accumulate(len(part) for part in split_in_commit_order(workload.lcrs, batches))
-    )
+    ends = list(itertools.accumulate(len(part) for part in landing_parts(workload, batches)))
     result: ReferenceResult = reference_apply(
-        process, workload.lcrs, workload.initial, batch_ends=ends
+        process, workload.lcrs, workload.initial, batch_ends=ends, late_input=bool(workload.landing)
     )
     final = {
         name: [(c.name, c.kind) for c in result.definitions[name].columns]

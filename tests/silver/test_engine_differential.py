@@ -392,3 +392,28 @@ def test_engine_matches_the_reference_on_many_workloads(
             folder = tmp_path / f"w{number}-{batches}"
             actual = engine_outcomes(spark, catalog, [again], folder, batches)
             compare(reference_outcome(again, batches), actual[0], batches)
+
+
+# Late input (reference D24): at each of three cuts a COMMIT lands after a later COMMIT of its
+# source was processed (ORA-20002) and a row LCR after its transaction's COMMIT was processed
+# (ORA-20001). Seed 45: 10 late-LCR and 5 late-COMMIT error transactions among 24 others; seed
+# 44: 5 and 4 among 12.
+@pytest.mark.slow  # four ingest batches, one cycle each
+@pytest.mark.parametrize("seeded", [45, 44])
+def test_engine_matches_the_reference_when_commits_and_lcrs_land_late(
+    spark: SparkSession, catalog: Catalog, tmp_path: Path, seeded: int
+) -> None:
+    batch = [
+        # No pass limit: the reference processes every batch's transactions in that batch.
+        differential.with_late_input(differential.with_parameters(w, max_error_passes=100), 4)
+        for w in drawn(8, workloads(disable_on_error=False), seeded)
+    ]
+    batch = sharing_one_apply(batch)
+    late = [
+        error[4]
+        for workload in batch
+        for error in reference_outcome(workload, batches=4)["errors"]
+        if error[4] in (20001, 20002)
+    ]
+    assert late.count(20001) >= 5 and late.count(20002) >= 3, late
+    run_and_compare(spark, catalog, tmp_path, batch, batches=4)
