@@ -37,7 +37,7 @@ test: check ## Static checks + the test suite (what CI runs)
 
 .PHONY: test-slow
 test-slow: $(STAMP) ## Wide property runs: the differential at >= 300 workloads (about two hours on 2 cores)
-	$(BIN)/pytest -q -n 2 --dist loadgroup -m slow --durations=30
+	LAKEAPPLY_TEST_DRIVER_MEMORY=6g $(BIN)/pytest -q -n 2 --dist loadgroup -m slow --durations=30
 
 .PHONY: soak
 soak: $(STAMP) ## Crash soak: the 10-kill scenario, then >= 100 seeded SIGKILLs of real ingest/apply processes (hours)
