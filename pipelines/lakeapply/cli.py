@@ -46,6 +46,7 @@ class CliContext:
     wait_seconds: float = 0.0
     debug: bool = False
     catalog: str | None = None
+    driver_memory: str = "4g"
 
 
 def utc_timestamp() -> str:
@@ -199,7 +200,9 @@ def _spark(ctx: CliContext) -> Any:
 
     _hold_warehouse(ctx)
     with progress_steps("starting Spark"):
-        return get_spark(LocalSparkSettings(ctx.warehouse), notify=log_line)
+        return get_spark(
+            LocalSparkSettings(ctx.warehouse, driver_memory=ctx.driver_memory), notify=log_line
+        )
 
 
 def _catalog(ctx: CliContext) -> Any:
@@ -218,6 +221,13 @@ _HINTS: tuple[tuple[re.Pattern[str], str], ...] = (
     (
         re.compile(r"JAVA_GATEWAY_EXITED|Java gateway process exited"),
         "Spark could not start: Java 17 must be on PATH",
+    ),
+    (
+        # What Py4J reports when the JVM is gone mid-run; in local mode an OutOfMemoryError in
+        # any task ends the whole JVM.
+        re.compile(r"OutOfMemoryError|Answer from Java side is empty|Connection refused"),
+        "the Spark JVM ended, most often out of memory (its log: <warehouse>/logs/spark.log): "
+        "rerun with a larger --driver-memory",
     ),
 )
 
@@ -381,6 +391,16 @@ def stream_options(function: Callable[..., Any]) -> Callable[..., Any]:
     "exiting with code 3. Env: LAKEAPPLY_WAIT.",
 )
 @click.option(
+    "--driver-memory",
+    default="4g",
+    envvar="LAKEAPPLY_DRIVER_MEMORY",
+    show_default=True,
+    metavar="SIZE",
+    help="Heap of the local Spark driver, e.g. 8g (ignored on Databricks). Every Delta table "
+    "a run touches stays cached with its query plans (measured: ~2.2 GB live heap with ~840 "
+    "tables open). Env: LAKEAPPLY_DRIVER_MEMORY.",
+)
+@click.option(
     "--debug",
     is_flag=True,
     envvar="LAKEAPPLY_DEBUG",
@@ -393,10 +413,13 @@ def main(
     catalog_prefix: str,
     catalog: str | None,
     wait_seconds: float,
+    driver_memory: str,
     debug: bool,
 ) -> None:
     """lakeapply: Oracle Streams apply semantics for Delta Lake (landing -> bronze -> silver -> gold)."""
-    ctx.obj = CliContext(warehouse, catalog_prefix, wait_seconds, debug, catalog or None)
+    ctx.obj = CliContext(
+        warehouse, catalog_prefix, wait_seconds, debug, catalog or None, driver_memory
+    )
 
 
 @main.command()

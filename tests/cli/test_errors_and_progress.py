@@ -117,6 +117,7 @@ FAILURES: dict[str, Exception] = {
         ": org.apache.spark.sql.delta.DeltaAnalysisException: [DELTA_TABLE_NOT_FOUND] Delta "
         "table `t` doesn't exist.\n\tat org.apache.spark.sql.Foo(Foo.scala:1)"
     ),
+    "jvm-gone": ConnectionRefusedError("[Errno 111] Connection refused"),
     "derby": RuntimeError(
         "[HIVE_METASTORE] Unable to instantiate "
         "org.apache.hadoop.hive.ql.metadata.SessionHiveMetaStoreClient\nCaused by: ..."
@@ -163,6 +164,21 @@ def test_a_locked_derby_metastore_says_what_to_do() -> None:
     (line,) = result.stderr.splitlines()
     assert line.startswith("lakeapply: error: RuntimeError: [HIVE_METASTORE] Unable to instantiate")
     assert "Derby metastore is open in another process" in line
+
+
+def test_a_spark_jvm_that_died_mid_run_points_at_its_log_and_driver_memory() -> None:
+    result = CliRunner().invoke(fake_cli, ["fail", "jvm-gone"])
+    assert result.exit_code == 1
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("lakeapply: error: ConnectionRefusedError: [Errno 111]")
+    assert "<warehouse>/logs/spark.log" in line and "--driver-memory" in line
+
+
+def test_a_driver_memory_that_is_not_a_size_is_one_line(tmp_path: Path) -> None:
+    result = run_lakeapply("--driver-memory", "lots", "status", cwd=tmp_path)
+    assert result.returncode == 1
+    line = assert_one_error_line(result.stderr)
+    assert line == "lakeapply: error: driver memory 'lots': expected a size such as 4g or 6144m"
 
 
 # The throttle of unattended progress lines.

@@ -18,9 +18,10 @@ from pyspark.errors import PySparkException
 from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
-from lakeapply.errors import EnvironmentSetupError
+from lakeapply.errors import ConfigurationError, EnvironmentSetupError
 
 DELTA_SCALA_VERSION = "2.13"
+JVM_MEMORY_SIZE = re.compile(r"[1-9][0-9]*[mMgG]")
 
 
 SMALL_DATA_OPTIONS = {
@@ -46,6 +47,12 @@ class LocalSparkSettings:
     # more than the rows do (measured: an apply cycle of 5 transactions 15.5 s -> 12 s).
     # Off for real data: data skipping is what keeps a MERGE from reading the whole table.
     small_data: bool = False
+
+    def __post_init__(self) -> None:
+        if not JVM_MEMORY_SIZE.fullmatch(self.driver_memory):
+            raise ConfigurationError(
+                f"driver memory {self.driver_memory!r}: expected a size such as 4g or 6144m"
+            )
 
 
 def running_on_databricks() -> bool:
