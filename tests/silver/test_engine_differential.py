@@ -37,8 +37,10 @@ _numbers = itertools.count(1)
 
 
 def drawn(count: int, strategy: st.SearchStrategy[Workload], seeded: int) -> list[Workload]:
-    """``count`` workloads from hypothesis, reproducibly: the same ones on every run for a given
-    ``seeded``, other ones for another."""
+    """``count`` workloads from hypothesis for a given ``seeded``, other ones for another: the
+    same ones in processes that loaded the same lakeapply modules (hypothesis draws some values
+    from the literals of loaded local modules, so a test run alone can draw other workloads
+    than in a full run)."""
     collected: list[Workload] = []
 
     @seed(seeded)
@@ -397,7 +399,10 @@ def test_engine_matches_the_reference_on_many_workloads(
 # Late input (reference D24): at each of three cuts a COMMIT lands after a later COMMIT of its
 # source was processed (ORA-20002) and a row LCR after its transaction's COMMIT was processed
 # (ORA-20001). Seed 45: 10 late-LCR and 5 late-COMMIT error transactions among 24 others; seed
-# 44: 5 and 4 among 12.
+# 44: 5 and 4 among 12, when the test runs alone. The draws of a seed are not the same in every
+# process: hypothesis mixes the literals of the loaded lakeapply modules into its choices, so
+# after other tests imported more of them the same seeds drew 4 and 4 (seed 44) and 6 and 6
+# (seed 45). Hence at least 3 of each, not the counts of one process.
 @pytest.mark.slow  # four ingest batches, one cycle each
 @pytest.mark.parametrize("seeded", [45, 44])
 def test_engine_matches_the_reference_when_commits_and_lcrs_land_late(
@@ -415,5 +420,5 @@ def test_engine_matches_the_reference_when_commits_and_lcrs_land_late(
         for error in reference_outcome(workload, batches=4)["errors"]
         if error[4] in (20001, 20002)
     ]
-    assert late.count(20001) >= 5 and late.count(20002) >= 3, late
+    assert late.count(20001) >= 3 and late.count(20002) >= 3, late
     run_and_compare(spark, catalog, tmp_path, batch, batches=4)
