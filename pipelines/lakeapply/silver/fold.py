@@ -33,7 +33,7 @@ Position = tuple[int, str, str]  # (commit SCN, source database, transaction id)
 FOLD_OUTPUT_SCHEMA = (
     "kind string, silver_table string, key_text string, action string, row_json string, "
     "source_database_name string, transaction_id string, commit_scn long, message_number long, "
-    "error_number long, error_message string"
+    "error_number long, error_message string, group_id string"
 )
 
 _MISSING = object()
@@ -255,8 +255,11 @@ def fold_bucket(plan: FoldPlan, bucket: pd.DataFrame) -> pd.DataFrame:
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for record in batch_records(bucket):
         groups.setdefault((str(record["silver_table"]), str(record["group_id"])), []).append(record)
-    for (silver_table, _), records in groups.items():
-        out.extend(_fold_group(plan, tables[str(silver_table)], records))
+    for (silver_table, group_id), records in groups.items():
+        # The group goes with each output row: a later pass folds again only some groups.
+        out.extend(
+            (*row, group_id) for row in _fold_group(plan, tables[str(silver_table)], records)
+        )
     columns = [field.split()[0] for field in FOLD_OUTPUT_SCHEMA.split(", ")]
     return pd.DataFrame.from_records(out, columns=columns)
 

@@ -4,7 +4,8 @@
 A fold pass (``silver/fold.py`` over ``silver/rowops.py``) assumes every transaction outside the
 known-failed set succeeds, so only the earliest newly failing transaction of each component of
 transactions that share rows (``silver/components.py``) is certain; those join the failed set
-and the fold runs again (errors are rare: usually one pass). With ``disable_on_error = Y`` the
+and the fold runs again, over the groups they touch only (``fold_again``). Late COMMITs and
+transactions with a static error are known failed before the first pass (``known_failures``). With ``disable_on_error = Y`` the
 cycle is cut before the first error and the apply aborts. With DEPENDENT_TRANSACTIONS the
 transactions that depend on a failed or deferred one are held back (``dependent_fold``,
 ``silver/dependent.py``).
@@ -23,7 +24,7 @@ from lakeapply.silver.cycle_state import Cycle, CycleInput, FoldOutcome, materia
 from lakeapply.silver.dependent import held_transactions
 from lakeapply.silver.error_handlers import MessageId, handle_errors
 from lakeapply.silver.fold import FOLD_OUTPUT_SCHEMA, FoldPlan, Position, fold_function
-from lakeapply.silver.settings import CommitSerialization
+from lakeapply.silver.settings import ApplySettings, CommitSerialization
 from lakeapply.silver.transactions import TRANSACTION_KEY
 from lakeapply.silver.virtual_dependencies import TOUCH_COLUMNS, virtual_touches
 
@@ -51,6 +52,94 @@ def earliest_error_per_transaction(folded: DataFrame) -> dict[tuple[str, str], A
     return {(row.source_database_name, row.transaction_id): row for row in rows}
 
 
+def known_failures(
+    settings: ApplySettings, inputs: CycleInput
+) -> tuple[dict[tuple[str, str], Any], dict[tuple[str, str], Any], Position | None]:
+    """What fails before the first pass: the late COMMITs (``silver/late.py``: each fails with
+    its own error, whatever its LCRs would do) and the transactions with a static error; with
+    ``disable_on_error = Y`` the earliest of them is where the cycle is cut."""
+    late = dict(inputs.late.late_commits) if inputs.late is not None else {}
+    failed = {**static_failures(settings, inputs.fold_input), **late}
+    cut = (
+        min(position_of(error) for error in failed.values())
+        if settings.disable_on_error and failed
+        else None
+    )
+    return late, failed, cut
+
+
+def _fold_pass(
+    cycle: Cycle,
+    number: int,
+    plan: FoldPlan,
+    fold_input: tuple[DataFrame, int],
+    previous: DataFrame | None,
+    newly_failed: frozenset[tuple[str, str]],
+) -> DataFrame:
+    """One pass: the whole cycle's fold first, then only what the new failures change."""
+    rows, buckets = fold_input
+    if previous is None:
+        cycle.progress(f"fold pass {number}")
+        return materialize(run_fold(rows, plan, buckets))
+    cycle.progress(f"fold pass {number}: the groups of {len(newly_failed)} new failure(s)")
+    return fold_again(cycle.spark, previous, rows, plan, buckets, newly_failed)
+
+
+def fold_again(
+    spark: SparkSession,
+    previous: DataFrame,
+    fold_input: DataFrame,
+    plan: FoldPlan,
+    buckets: int,
+    newly_failed: frozenset[tuple[str, str]],
+) -> DataFrame:
+    """The fold of ``plan`` from the previous pass's, whose plan lacked only ``newly_failed``
+    among its failed transactions: a group's fold depends on the failed set only through the
+    transactions that touch the group, so only the groups those touch are folded again, and the
+    result is the whole pass's (a failure costs a pass over its groups, not over the cycle)."""
+    newly = spark.createDataFrame(
+        sorted(newly_failed), "source_database_name string, transaction_id string"
+    )
+    groups = F.broadcast(
+        materialize(
+            fold_input.where(F.col("kind") == "LCR")
+            .join(F.broadcast(newly), list(TRANSACTION_KEY), "left_semi")
+            .select("silver_table", "group_id")
+            .distinct()
+        )
+    )
+    group = ["silver_table", "group_id"]
+    kept = previous.join(groups, group, "left_anti")
+    again = run_fold(fold_input.join(groups, group, "left_semi"), plan, buckets)
+    return materialize(kept.unionByName(again.select(*previous.columns)))
+
+
+def static_failures(settings: ApplySettings, fold_input: DataFrame) -> dict[tuple[str, str], Any]:
+    """Transactions with a static error (00904, 01400, 01722, 01438, 12899, 26688: known from
+    the LCR alone, ``silver/stage.py``) fail whatever the rows hold, so they are known failed
+    before the first pass, and a cycle whose errors are all static needs one pass. Their
+    earliest failing message may still be an earlier LCR's conflict: the pass evaluates known
+    failures too and reports it. Not with error handlers: a handler may turn the earlier error
+    or the static one into a success (rule 7), so there the passes prove them."""
+    if any(table.error_handlers for table in settings.tables):
+        return {}
+    static = fold_input.where(
+        (F.col("kind") == "LCR") & ~F.col("discarded") & F.col("static_error_number").isNotNull()
+    ).select(
+        F.lit("ERROR").alias("kind"),
+        "silver_table",
+        F.lit(None).cast("string").alias("key_text"),
+        F.lit(None).cast("string").alias("action"),
+        F.lit(None).cast("string").alias("row_json"),
+        *TRANSACTION_KEY,
+        "commit_scn",
+        "message_number",
+        F.col("static_error_number").alias("error_number"),
+        F.col("static_error_message").alias("error_message"),
+    )
+    return earliest_error_per_transaction(static)
+
+
 def position_of(error: Any) -> Position:
     return (int(error.commit_scn), str(error.source_database_name), str(error.transaction_id))
 
@@ -63,21 +152,16 @@ def fold_passes(cycle: Cycle, inputs: CycleInput) -> tuple[CycleInput, FoldOutco
     outcome was folded from is returned with it."""
     settings = cycle.settings
     fold_input, buckets = inputs.fold_input, inputs.buckets
-    # A late COMMIT (silver/late.py) fails from the start, with its own error whatever its
-    # LCRs would do; with disable_on_error = Y it stops the apply like any error.
-    late = dict(inputs.late.late_commits) if inputs.late is not None else {}
-    failed: dict[tuple[str, str], Any] = dict(late)
-    cut: Position | None = None
-    if settings.disable_on_error and late:
-        cut = min(position_of(error) for error in late.values())
+    late, failed, cut = known_failures(settings, inputs)
     passes = 0
     components: DataFrame | _Unlabelled | None = None
     handled: frozenset[MessageId] = frozenset()
+    folded: DataFrame | None = None  # the last pass's fold, which the next one starts from
+    newly_failed: frozenset[tuple[str, str]] = frozenset()
     while True:
         passes += 1
-        cycle.progress(f"fold pass {passes}")
-        folded = run_fold(fold_input, FoldPlan(settings, frozenset(failed), cut), buckets)
-        folded = materialize(folded)
+        plan = FoldPlan(settings, frozenset(failed), cut)
+        folded = _fold_pass(cycle, passes, plan, (fold_input, buckets), folded, newly_failed)
         errors = earliest_error_per_transaction(folded)
         failed = {  # exact state
             key: known if key in late else errors.get(key, known) for key, known in failed.items()
@@ -102,7 +186,7 @@ def fold_passes(cycle: Cycle, inputs: CycleInput) -> tuple[CycleInput, FoldOutco
             # failures of this pass, and the transaction graph, are proven again.
             inputs, handled = handling.inputs, handling.handled
             fold_input, buckets = inputs.fold_input, inputs.buckets
-            components = None
+            components = folded = None
             continue
         if stopping:
             failed[(first.source_database_name, first.transaction_id)] = first
@@ -119,6 +203,11 @@ def fold_passes(cycle: Cycle, inputs: CycleInput) -> tuple[CycleInput, FoldOutco
             )
             break
         failed.update(certain)
+        newly_failed = frozenset(certain)
+    if cut is not None:  # what a known failure after the cut would be waits for a later cycle
+        failed = {
+            key: error for key, error in failed.items() if key in late or position_of(error) <= cut
+        }
     aborted_error = None
     if settings.disable_on_error and failed:
         aborted_error = failed[min(failed, key=lambda key: position_of(failed[key]))]
