@@ -82,6 +82,34 @@ def test_a_failure_caused_by_an_earlier_failure_in_its_component_is_found_in_a_l
     assert lakeapply.silver("HR.T").count() == 0
 
 
+def test_failures_of_one_component_that_do_not_reach_each_other_are_proven_in_one_pass(
+    lakeapply: LakeapplyHarness,
+) -> None:
+    lakeapply.configure(apply_settings(T, disable_on_error=False))
+    lakeapply.create_tables()
+    # 1.0.0 links keys 5 and 6, so all three share one component; but 1.0.2 touches nothing
+    # 1.0.1 touched, so 1.0.1 failing cannot change what 1.0.2 sees.
+    reports = lakeapply.run(
+        lakeapply.txn(scn=90, transaction_id="1.0.0")
+        .insert("HR.T", ID=5, V="a")
+        .insert("HR.T", ID=6, V="a")
+        .commit(scn=91),
+        lakeapply.txn(scn=100, transaction_id="1.0.1")
+        .update("HR.T", old={"ID": 5}, new={"ID": 5, "V": "b"})
+        .update("HR.T", old={"ID": 1}, new={"ID": 1, "V": "x"})
+        .commit(scn=101),
+        lakeapply.txn(scn=110, transaction_id="1.0.2")
+        .update("HR.T", old={"ID": 6}, new={"ID": 6, "V": "c"})
+        .update("HR.T", old={"ID": 2}, new={"ID": 2, "V": "x"})
+        .commit(scn=111),
+    )
+
+    # By component: 1.0.1 in pass 1, 1.0.2 in pass 2, nothing new in pass 3.
+    assert [(r.passes, r.errors) for r in reports] == [(2, 2)]
+    assert queued(lakeapply) == {"1.0.1": 26787, "1.0.2": 26787}
+    assert sorted((r.ID, r.V) for r in lakeapply.silver("HR.T").collect()) == [(5, "a"), (6, "a")]
+
+
 def test_a_pass_after_a_failure_folds_only_the_groups_its_new_failures_touch(
     lakeapply: LakeapplyHarness, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -11,15 +11,35 @@ Two graphs of a cycle need them:
   in its component. The earliest new failure of each component is therefore as certain as the
   earliest of the whole cycle, and one fold pass can take one failure per component instead of
   one per cycle.
+
+Finer, and tried first: ``reached_from`` follows the shared groups forward in commit order only
+(a failure changes nothing that committed before it), so failures of one component that do
+not reach each other are proven in the same pass.
 """
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 TABLE = "silver_table"
 STATIC_GROUP = "!static"  # LCRs without a key: their errors need no state, they link nothing
+TRANSACTION = ["source_database_name", "transaction_id"]
+
+
+def commit_order(prefix: str) -> list[str]:
+    """The columns of a transaction's apply position, in order (rule 4)."""
+    return [f"{prefix}commit_scn", f"{prefix}source_database_name", f"{prefix}transaction_id"]
+
+
+def commits_after(earlier: str, later: str) -> Column:
+    """``later`` commits after ``earlier`` (commit order: commit SCN, database, transaction)."""
+
+    # Same field names on both sides: struct comparison needs equal types, names included.
+    def position(prefix: str) -> Column:
+        return F.struct(*[F.col(c).alias(f"p{i}") for i, c in enumerate(commit_order(prefix))])
+
+    return position(later) > position(earlier)
 
 
 def _labels(edges: DataFrame, by: list[str], max_iterations: int | None) -> DataFrame | None:
@@ -101,3 +121,35 @@ def transaction_components(lcrs: DataFrame, max_iterations: int) -> DataFrame | 
     return transactions.join(labels, ["node"]).select(
         "source_database_name", "transaction_id", F.col("label").alias("component")
     )
+
+
+def reached_from(touches: DataFrame, seeds: DataFrame, max_iterations: int) -> DataFrame | None:
+    """The transactions whose outcome a seed's can change, followed forward in commit order.
+
+    touches: (source_database_name, transaction_id, commit_scn, silver_table, group_id), one
+    row per keyed fold group a transaction touches; seeds: (source_database_name,
+    transaction_id). A transaction is reached when it commits after a seed, or after a reached
+    transaction, and touches a group that one touches: only then can what it sees differ.
+    Returns (source_database_name, transaction_id) of the reached ones; a seed is among them
+    only when another seed reaches it. Finer than the components, which ignore commit order:
+    a failure is certain when no other failure of its pass reaches it. None when the chains
+    need more than ``max_iterations`` joins."""
+    reached = seeds.select(*TRANSACTION).limit(0)
+    frontier = seeds.select(*TRANSACTION)
+    for _ in range(max_iterations):
+        earlier = touches.join(frontier, TRANSACTION, "left_semi").select(
+            *[F.col(c).alias(f"h_{c}") for c in commit_order("")], TABLE, "group_id"
+        )
+        newly = (
+            touches.join(earlier, [TABLE, "group_id"])
+            .where(commits_after("h_", ""))
+            .select(*TRANSACTION)
+            .distinct()
+            .join(reached, TRANSACTION, "left_anti")
+            .localCheckpoint()
+        )
+        if newly.limit(1).count() == 0:
+            return reached
+        reached = reached.unionByName(newly).localCheckpoint()
+        frontier = newly
+    return None

@@ -19,28 +19,14 @@ transactions.
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lakeapply.silver.components import STATIC_GROUP
+from lakeapply.silver.components import STATIC_GROUP, commit_order, commits_after
 from lakeapply.silver.virtual_dependencies import OBJECT_DEPENDENCY
 
 ALL_KEYS = "*"
 TRANSACTION = ["source_database_name", "transaction_id"]
-
-
-def _order(prefix: str) -> list[str]:
-    return [f"{prefix}commit_scn", f"{prefix}source_database_name", f"{prefix}transaction_id"]
-
-
-def _is_later(earlier: str, later: str) -> Column:
-    """``later`` commits after ``earlier`` (commit order: commit SCN, database, transaction)."""
-
-    # Same field names on both sides: struct comparison needs equal types, names included.
-    def position(prefix: str) -> Column:
-        return F.struct(*[F.col(c).alias(f"p{i}") for i, c in enumerate(_order(prefix))])
-
-    return position(later) > position(earlier)
 
 
 def held_transactions(touches: DataFrame, aborting: DataFrame) -> DataFrame:
@@ -58,7 +44,7 @@ def held_transactions(touches: DataFrame, aborting: DataFrame) -> DataFrame:
     held = aborting.select(*TRANSACTION).distinct().localCheckpoint()
     while True:
         held_groups = touches.join(held, TRANSACTION).select(
-            *[F.col(c).alias(f"h_{c}") for c in _order("")],
+            *[F.col(c).alias(f"h_{c}") for c in commit_order("")],
             F.col("silver_table").alias("h_table"),
             F.col("group_id").alias("h_group"),
         )
@@ -74,7 +60,7 @@ def held_transactions(touches: DataFrame, aborting: DataFrame) -> DataFrame:
         )
         newly = (
             touches.join(held_groups, same_rows)
-            .where(_is_later("h_", ""))
+            .where(commits_after("h_", ""))
             .select(*TRANSACTION)
             .distinct()
             .join(held, TRANSACTION, "left_anti")

@@ -2,9 +2,11 @@
 (rules 5-8, design-notes 1).
 
 A fold pass (``silver/fold.py`` over ``silver/rowops.py``) assumes every transaction outside the
-known-failed set succeeds, so only the earliest newly failing transaction of each component of
-transactions that share rows (``silver/components.py``) is certain; those join the failed set
-and the fold runs again, over the groups they touch only (``fold_again``). Late COMMITs and
+known-failed set succeeds, so a new failure is certain only when no other new failure of the pass
+reaches it forward in commit order through shared groups (``components.reached_from``; when the
+chains are too long to follow, the earliest of each component of transactions that share rows);
+the certain ones join the failed set and the fold runs again, over the groups they touch only
+(``fold_again``). Late COMMITs and
 transactions with a static error are known failed before the first pass (``known_failures``). With ``disable_on_error = Y`` the
 cycle is cut before the first error and the apply aborts. With DEPENDENT_TRANSACTIONS the
 transactions that depend on a failed or deferred one are held back (``dependent_fold``,
@@ -19,7 +21,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from lakeapply.silver.assemble import unhandled_staged, with_group_ids
-from lakeapply.silver.components import transaction_components
+from lakeapply.silver.components import STATIC_GROUP, reached_from, transaction_components
 from lakeapply.silver.cycle_state import Cycle, CycleInput, FoldOutcome, materialize
 from lakeapply.silver.dependent import held_transactions
 from lakeapply.silver.error_handlers import MessageId, handle_errors
@@ -154,7 +156,7 @@ def fold_passes(cycle: Cycle, inputs: CycleInput) -> tuple[CycleInput, FoldOutco
     fold_input, buckets = inputs.fold_input, inputs.buckets
     late, failed, cut = known_failures(settings, inputs)
     passes = 0
-    components: DataFrame | _Unlabelled | None = None
+    graph = _TransactionGraph(cycle, fold_input)
     handled: frozenset[MessageId] = frozenset()
     folded: DataFrame | None = None  # the last pass's fold, which the next one starts from
     newly_failed: frozenset[tuple[str, str]] = frozenset()
@@ -173,12 +175,10 @@ def fold_passes(cycle: Cycle, inputs: CycleInput) -> tuple[CycleInput, FoldOutco
             break
         first = new_failures[0]
         stopping = settings.disable_on_error or passes >= settings.max_error_passes
-        if not stopping and components is None and len(new_failures) > 1:
-            components = _transaction_components(cycle, fold_input)
         certain = (
             {(first.source_database_name, first.transaction_id): first}
             if stopping
-            else _certain_failures(cycle.spark, new_failures, components)
+            else _certain_failures(graph, new_failures)
         )
         handling = handle_errors(cycle, inputs, list(certain.values()), handled)
         if handling is not None:
@@ -186,7 +186,7 @@ def fold_passes(cycle: Cycle, inputs: CycleInput) -> tuple[CycleInput, FoldOutco
             # failures of this pass, and the transaction graph, are proven again.
             inputs, handled = handling.inputs, handling.handled
             fold_input, buckets = inputs.fold_input, inputs.buckets
-            components = folded = None
+            graph, folded = _TransactionGraph(cycle, fold_input), None
             continue
         if stopping:
             failed[(first.source_database_name, first.transaction_id)] = first
@@ -274,34 +274,70 @@ class _Unlabelled:
     """The transaction graph was too long to label: one failure per pass."""
 
 
-# Labelling joins are cheap next to a fold pass, but a pathological chain of transactions
-# sharing keys one by one would need as many joins as transactions.
+# Labelling and reachability joins are cheap next to a fold pass, but a pathological chain of
+# transactions sharing keys one by one would need as many joins as transactions.
 MAX_COMPONENT_ITERATIONS = 16
 
 
-def _transaction_components(cycle: Cycle, fold_input: DataFrame) -> DataFrame | _Unlabelled:
-    labelled = transaction_components(
-        fold_input.where(F.col("kind") == "LCR"), MAX_COMPONENT_ITERATIONS
-    )
-    if labelled is None:
-        cycle.progress("transactions too entangled to label: one new failure per fold pass")
-        return _Unlabelled()
-    return materialize(labelled)
+class _TransactionGraph:
+    """The fold's transactions and the keyed groups they touch, computed when a pass first
+    finds more than one new failure, and kept for the next passes (the same fold input)."""
+
+    def __init__(self, cycle: Cycle, fold_input: DataFrame) -> None:
+        self.cycle, self.lcrs = cycle, fold_input.where(F.col("kind") == "LCR")
+        self._touches: DataFrame | None = None
+        self._components: DataFrame | _Unlabelled | None = None
+
+    def touches(self) -> DataFrame:
+        if self._touches is None:
+            self._touches = materialize(
+                self.lcrs.where(F.col("group_id") != STATIC_GROUP)
+                .select(*TRANSACTION_KEY, "commit_scn", "silver_table", "group_id")
+                .distinct()
+            )
+        return self._touches
+
+    def components(self) -> DataFrame | _Unlabelled:
+        if self._components is None:
+            labelled = transaction_components(self.lcrs, MAX_COMPONENT_ITERATIONS)
+            if labelled is None:
+                self.cycle.progress(
+                    "transactions too entangled to label: one new failure per fold pass"
+                )
+                self._components = _Unlabelled()
+            else:
+                self._components = materialize(labelled)
+        return self._components
 
 
 def _certain_failures(
-    spark: SparkSession, new_failures: list[Any], components: DataFrame | _Unlabelled | None
+    graph: _TransactionGraph, new_failures: list[Any]
 ) -> dict[tuple[str, str], Any]:
-    """The new failures a pass has proven (``new_failures`` in apply order): the earliest of
-    each component of transactions that share fold groups (silver/components.py), or only the
-    earliest of all when there is one failure or the components are unknown."""
+    """The new failures a pass has proven (``new_failures`` in apply order): those no other new
+    failure reaches forward in commit order through shared groups (``reached_from``); when the
+    chains are too long to follow, the earliest of each component of transactions that share
+    groups, or only the earliest of all when the components are unknown too."""
     first = new_failures[0]
-    if not isinstance(components, DataFrame):
+    if len(new_failures) == 1:
         return {(first.source_database_name, first.transaction_id): first}
-    wanted = spark.createDataFrame(
+    wanted = graph.cycle.spark.createDataFrame(
         [(e.source_database_name, e.transaction_id) for e in new_failures],
         "source_database_name string, transaction_id string",
     )
+    reached = reached_from(graph.touches(), wanted, MAX_COMPONENT_ITERATIONS)
+    if reached is not None:
+        depend = {
+            (r.source_database_name, r.transaction_id)
+            for r in reached.join(wanted, list(TRANSACTION_KEY), "left_semi").collect()
+        }
+        return {
+            (e.source_database_name, e.transaction_id): e
+            for e in new_failures
+            if (e.source_database_name, e.transaction_id) not in depend
+        }
+    components = graph.components()
+    if not isinstance(components, DataFrame):
+        return {(first.source_database_name, first.transaction_id): first}
     component_of = {
         (r.source_database_name, r.transaction_id): r.component
         for r in wanted.join(components, ["source_database_name", "transaction_id"]).collect()
