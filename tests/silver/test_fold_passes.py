@@ -110,6 +110,30 @@ def test_failures_of_one_component_that_do_not_reach_each_other_are_proven_in_on
     assert sorted((r.ID, r.V) for r in lakeapply.silver("HR.T").collect()) == [(5, "a"), (6, "a")]
 
 
+def test_a_failure_an_earlier_one_reaches_through_a_transaction_between_them_waits(
+    lakeapply: LakeapplyHarness,
+) -> None:
+    lakeapply.configure(apply_settings(T, disable_on_error=False))
+    lakeapply.create_tables()
+    # Pass 1 applies 1.0.1's key 5, so 1.0.5 succeeds and inserts key 6, and 1.0.9 fails on
+    # key 6. But 1.0.1 fails (no key 1), so 1.0.5 fails too (no key 5) and 1.0.9 applies.
+    reports = lakeapply.run(
+        lakeapply.txn(scn=100, transaction_id="1.0.1")
+        .insert("HR.T", ID=5, V="a")
+        .update("HR.T", old={"ID": 1}, new={"ID": 1, "V": "x"})
+        .commit(scn=101),
+        lakeapply.txn(scn=105, transaction_id="1.0.5")
+        .update("HR.T", old={"ID": 5, "V": "a"}, new={"ID": 5, "V": "b"})
+        .insert("HR.T", ID=6, V="from 1.0.5")
+        .commit(scn=106),
+        lakeapply.txn(scn=110, transaction_id="1.0.9").insert("HR.T", ID=6, V="ok").commit(scn=111),
+    )
+
+    assert [(r.passes, r.errors) for r in reports] == [(3, 2)]
+    assert queued(lakeapply) == {"1.0.1": 26787, "1.0.5": 26787}
+    assert [(r.ID, r.V) for r in lakeapply.silver("HR.T").collect()] == [(6, "ok")]
+
+
 def test_a_pass_after_a_failure_folds_only_the_groups_its_new_failures_touch(
     lakeapply: LakeapplyHarness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
