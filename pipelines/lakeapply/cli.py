@@ -201,7 +201,10 @@ def _spark(ctx: CliContext) -> Any:
     _hold_warehouse(ctx)
     with progress_steps("starting Spark"):
         return get_spark(
-            LocalSparkSettings(ctx.warehouse, driver_memory=ctx.driver_memory), notify=log_line
+            LocalSparkSettings(
+                ctx.warehouse, driver_memory=ctx.driver_memory, write_class_archive=True
+            ),
+            notify=log_line,
         )
 
 

@@ -153,7 +153,7 @@ def run_demo(
     _import_dbt_in_the_background()
     # The demo's tables are small: the small-data profile (no codegen, no data-skipping jobs).
     spark = get_spark(
-        LocalSparkSettings(warehouse, small_data=True),
+        LocalSparkSettings(warehouse, small_data=True, write_class_archive=True),
         notify=lambda line: console.print(line, highlight=False),
     )
     names = Catalog(catalog_prefix, catalog)

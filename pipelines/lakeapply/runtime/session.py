@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import os
 import re
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -19,6 +20,7 @@ from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
 from lakeapply.errors import ConfigurationError, EnvironmentSetupError
+from lakeapply.runtime import jvm_cache
 
 DELTA_SCALA_VERSION = "2.13"
 JVM_MEMORY_SIZE = re.compile(r"[1-9][0-9]*[mMgG]")
@@ -47,6 +49,10 @@ class LocalSparkSettings:
     # more than the rows do (measured: an apply cycle of 5 transactions 15.5 s -> 12 s).
     # Off for real data: data skipping is what keeps a MERGE from reading the whole table.
     small_data: bool = False
+    # Short processes started again and again (the CLI's) write the JVM's class archive when
+    # there is none; a long-lived session (a test run, a notebook) would write it only at its
+    # end, too late to help anyone, so it only uses one (see lakeapply.runtime.jvm_cache).
+    write_class_archive: bool = False
 
     def __post_init__(self) -> None:
         if not JVM_MEMORY_SIZE.fullmatch(self.driver_memory):
@@ -128,20 +134,51 @@ def get_spark(
     for key, value in options.items():
         builder = builder.config(key, value)
     log = spark_log_file(warehouse)
+    resolved_by_ivy = False
     try:
         if SparkContext._gateway is None:
-            if notify is not None and not delta_jars_cached():
-                notify(
-                    f"fetching the Delta jars ({delta_maven_coordinate()}) from Maven Central "
-                    f"into ~/.ivy2.5.2 (first run only; details in {log})"
-                )
-            with _ivy_resolution_lock():
-                _launch_jvm(options, log)
+            resolved_by_ivy = _start_jvm(dict(options), log, notify, settings.write_class_archive)
         spark = builder.getOrCreate()
     except PySparkException as error:
         raise EnvironmentSetupError(_explain_startup_failure(str(error), log)) from error
     spark.sparkContext.setLogLevel("ERROR")
+    if resolved_by_ivy:
+        jvm_cache.remember_jars(options["spark.jars.packages"], spark.conf.get("spark.jars") or "")
     return spark
+
+
+def _start_jvm(
+    options: dict[str, str],
+    log: Path,
+    notify: Callable[[str], None] | None,
+    write_class_archive: bool,
+) -> bool:
+    """Launch the JVM with the jars and the class archive earlier starts left (see
+    :mod:`lakeapply.runtime.jvm_cache`); Ivy resolves only when there is no usable jar list.
+    True when Ivy resolved the jars (the started session's ``spark.jars`` is then worth keeping).
+    """
+    coordinate = options["spark.jars.packages"]
+    archive = jvm_cache.class_archive(coordinate, may_write=write_class_archive)
+    if archive is not None:
+        options["spark.driver.extraJavaOptions"] += archive.java_options()
+    jars = jvm_cache.resolved_jars(coordinate)
+    if jars is not None:
+        del options["spark.jars.packages"]
+        options["spark.jars"] = jars
+        jvm = _launch_jvm(options, log)
+        resolved_by_ivy = False
+    else:
+        if notify is not None and not delta_jars_cached():
+            notify(
+                f"fetching the Delta jars ({coordinate}) from Maven Central "
+                f"into ~/.ivy2.5.2 (first run only; details in {log})"
+            )
+        with _ivy_resolution_lock():
+            jvm = _launch_jvm(options, log)
+        resolved_by_ivy = True
+    if archive is not None:
+        archive.finish_when_the_jvm_exits(jvm)
+    return resolved_by_ivy
 
 
 @contextmanager
@@ -162,7 +199,7 @@ def _ivy_resolution_lock() -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _launch_jvm(options: dict[str, str], log: Path) -> None:
+def _launch_jvm(options: dict[str, str], log: Path) -> subprocess.Popen[bytes] | None:
     """Start Spark's JVM the way SparkContext would, its stdout and stderr going to ``log``.
 
     spark-submit resolves ``spark.jars.packages`` with Ivy before the driver starts and prints
@@ -181,8 +218,10 @@ def _launch_jvm(options: dict[str, str], log: Path) -> None:
         if SparkContext._gateway is None:
             SparkContext._gateway = gateway
             SparkContext._jvm = gateway.jvm
-        else:  # another thread won the race: keep its JVM
-            gateway.shutdown()
+            process: subprocess.Popen[bytes] | None = getattr(gateway, "proc", None)
+            return process
+        gateway.shutdown()  # another thread won the race: keep its JVM
+        return None
 
 
 def _explain_startup_failure(message: str, log: Path) -> str:

@@ -1,0 +1,107 @@
+"""What a JVM start reuses: the resolved Delta jar list and the class-data-sharing archive."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lakeapply.runtime import jvm_cache
+
+COORDINATE = "io.delta:delta-spark_4.2_2.13:4.4.0"
+
+
+@pytest.fixture(autouse=True)
+def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv(jvm_cache.CACHE_ENVIRONMENT_VARIABLE, raising=False)
+    monkeypatch.setattr(jvm_cache, "runtime_key", lambda coordinate: "k1")
+    return tmp_path / "cache"
+
+
+def test_a_remembered_jar_list_is_reused_while_every_jar_exists(tmp_path: Path) -> None:
+    jars = [tmp_path / "delta.jar", tmp_path / "storage.jar"]
+    for jar in jars:
+        jar.write_bytes(b"jar")
+    listed = ",".join(f"file://{jar}" for jar in jars)
+    jvm_cache.remember_jars(COORDINATE, listed)
+    assert jvm_cache.resolved_jars(COORDINATE) == listed
+    jars[1].unlink()  # Ivy's cache was cleared: resolve again
+    assert jvm_cache.resolved_jars(COORDINATE) is None
+
+
+def test_no_jar_list_is_used_when_the_cache_is_turned_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jar = tmp_path / "delta.jar"
+    jar.write_bytes(b"jar")
+    jvm_cache.remember_jars(COORDINATE, f"file://{jar}")
+    monkeypatch.setenv(jvm_cache.CACHE_ENVIRONMENT_VARIABLE, "off")
+    assert jvm_cache.resolved_jars(COORDINATE) is None
+    assert jvm_cache.class_archive(COORDINATE, may_write=True) is None
+
+
+def test_an_existing_archive_is_used_and_never_rewritten(cache_home: Path) -> None:
+    archive = cache_home / "lakeapply" / "jvm" / "classes-k1.jsa"
+    archive.parent.mkdir(parents=True)
+    archive.write_bytes(b"cds")
+    found = jvm_cache.class_archive(COORDINATE, may_write=True)
+    assert found is not None and not found.writing
+    assert found.java_options() == f" -XX:SharedArchiveFile={archive}"
+
+
+def test_a_session_that_may_not_write_starts_without_an_archive_when_there_is_none() -> None:
+    assert jvm_cache.class_archive(COORDINATE, may_write=False) is None
+
+
+def test_only_one_process_writes_the_archive_at_a_time(cache_home: Path) -> None:
+    stale = cache_home / "lakeapply" / "jvm" / "classes-k1.jsa.999.partial"
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"half")  # left by a writer that was killed
+    writer = jvm_cache.class_archive(COORDINATE, may_write=True)
+    assert writer is not None and writer.writing
+    assert writer.java_options() == f" -XX:ArchiveClassesAtExit={writer.partial}"
+    assert not stale.exists()
+    assert jvm_cache.class_archive(COORDINATE, may_write=True) is None  # the lock is held
+    assert writer.writer_lock is not None
+    writer.writer_lock.close()
+    assert jvm_cache.class_archive(COORDINATE, may_write=True) is not None
+
+
+def test_the_archive_is_published_once_the_jvm_has_written_it_at_exit() -> None:
+    writer = jvm_cache.class_archive(COORDINATE, may_write=True)
+    assert writer is not None
+    # Stands in for the JVM: it exits when its stdin closes, writing the archive on the way out.
+    fake_jvm = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; sys.stdin.read(); open(sys.argv[1], 'wb').write(b'cds')",
+            str(writer.partial),
+        ],
+        stdin=subprocess.PIPE,
+    )
+    writer._publish_after_exit(fake_jvm)
+    assert writer.path.read_bytes() == b"cds"
+    assert not writer.partial.exists()
+    assert jvm_cache.class_archive(COORDINATE, may_write=True) == jvm_cache.ClassArchive(
+        writer.path, None
+    )
+
+
+def test_a_jvm_that_fails_leaves_no_archive() -> None:
+    writer = jvm_cache.class_archive(COORDINATE, may_write=True)
+    assert writer is not None
+    fake_jvm = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; open(sys.argv[1], 'wb').write(b'half'); sys.exit(3)",
+            str(writer.partial),
+        ],
+        stdin=subprocess.PIPE,
+    )
+    writer._publish_after_exit(fake_jvm)
+    assert not writer.path.exists() and not writer.partial.exists()
