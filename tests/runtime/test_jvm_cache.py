@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -105,3 +106,20 @@ def test_a_jvm_that_fails_leaves_no_archive() -> None:
     )
     writer._publish_after_exit(fake_jvm)
     assert not writer.path.exists() and not writer.partial.exists()
+
+
+def test_publishing_an_archive_keeps_only_the_latest_few(cache_home: Path) -> None:
+    folder = cache_home / "lakeapply" / "jvm"
+    folder.mkdir(parents=True)
+    for age, key in enumerate(["old3", "old2", "old1", "old0"]):
+        archive = folder / f"classes-{key}.jsa"
+        archive.write_bytes(b"cds")
+        os.utime(archive, (1000 - age, 1000 - age))
+    writer = jvm_cache.class_archive(COORDINATE, may_write=True)
+    assert writer is not None
+    writer.partial.write_bytes(b"cds")
+    finished_jvm = subprocess.Popen([sys.executable, "-c", "pass"], stdin=subprocess.PIPE)
+    finished_jvm.wait()
+    writer._publish_after_exit(finished_jvm)
+    kept = sorted(path.name for path in folder.glob("classes-*.jsa"))
+    assert kept == ["classes-k1.jsa", "classes-old2.jsa", "classes-old3.jsa"]

@@ -30,8 +30,11 @@ from typing import IO
 import pyspark
 
 CACHE_ENVIRONMENT_VARIABLE = "LAKEAPPLY_JVM_CACHE"
-# Writing the archive of a big process (a whole test session) took up to ~20 s here.
+# Writing the archive of the demo's process took ~30 s on 2 cores.
 ARCHIVE_WRITE_TIMEOUT_SECONDS = 180
+# Each virtual environment (each pyspark installation) has its own archive of ~240 MB: keep
+# the few used most recently.
+ARCHIVES_KEPT = 3
 
 
 def cache_enabled() -> bool:
@@ -140,6 +143,7 @@ class ClassArchive:
                 jvm.wait(timeout=ARCHIVE_WRITE_TIMEOUT_SECONDS)
             if jvm.returncode == 0 and self.partial.is_file():
                 os.replace(self.partial, self.path)
+                _forget_all_but_the_latest(self.path.parent)
         except (OSError, subprocess.TimeoutExpired):
             pass  # no archive this time; the next process tries again
         finally:
@@ -158,6 +162,8 @@ def class_archive(maven_coordinate: str, may_write: bool) -> ClassArchive | None
     folder = cache_folder()
     archive = folder / f"classes-{key}.jsa"
     if archive.is_file():
+        with contextlib.suppress(OSError):
+            os.utime(archive)  # marks it used (see _forget_all_but_the_latest)
         return ClassArchive(archive, None)
     if not may_write:
         return None
@@ -178,3 +184,13 @@ def class_archive(maven_coordinate: str, may_write: bool) -> ClassArchive | None
         lock.close()
         return ClassArchive(archive, None)
     return ClassArchive(archive, lock)
+
+
+def _forget_all_but_the_latest(folder: Path) -> None:
+    """Delete all but the :data:`ARCHIVES_KEPT` archives used most recently."""
+    archives = sorted(
+        folder.glob("classes-*.jsa"), key=lambda path: path.stat().st_mtime, reverse=True
+    )
+    for archive in archives[ARCHIVES_KEPT:]:
+        with contextlib.suppress(OSError):
+            archive.unlink()
