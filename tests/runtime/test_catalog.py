@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
+from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
@@ -45,6 +46,32 @@ def test_tables_created_side_by_side_include_one_named_twice_created_once(
 
     assert spark.table(shared).schema == first
     assert spark.table(catalog.silver_table("alone")).schema == second
+
+
+def test_ensuring_tables_again_creates_only_the_one_dropped_meanwhile(
+    spark: SparkSession, catalog: Catalog
+) -> None:
+    ensure_database(spark, catalog.silver)
+    schema = T.StructType([T.StructField("ID", T.LongType())])
+    tables = [TableToCreate(catalog.silver_table(name), schema) for name in ("kept", "dropped")]
+    ensure_delta_tables(spark, tables)
+    spark.createDataFrame([(1,)], schema).write.format("delta").mode("append").saveAsTable(
+        catalog.silver_table("kept")
+    )
+    spark.sql(f"DROP TABLE {catalog.silver_table('dropped')}")
+
+    ensure_delta_tables(spark, tables)
+
+    assert spark.table(catalog.silver_table("kept")).count() == 1  # not created again
+    assert spark.table(catalog.silver_table("dropped")).schema == schema
+
+
+def test_tables_in_a_database_that_does_not_exist_fail_with_the_metastore_error(
+    spark: SparkSession, catalog: Catalog
+) -> None:
+    schema = T.StructType([T.StructField("ID", T.LongType())])
+    with pytest.raises(AnalysisException, match=r"(?i)schema|database|namespace"):
+        ensure_delta_tables(spark, [TableToCreate(catalog.silver_table("t"), schema)])
 
 
 def test_a_table_with_names_oracle_allows_quoted_is_created_and_written(

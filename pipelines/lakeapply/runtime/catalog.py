@@ -11,6 +11,7 @@ from functools import partial
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
@@ -189,6 +190,7 @@ def ensure_delta_tables(spark: SparkSession, tables: Iterable[TableToCreate]) ->
     first: dict[str, TableToCreate] = {}
     for table in tables:
         first.setdefault(table.qualified_name.lower(), table)  # the metastore ignores case
+    listed = _listed_tables(spark, {split_qualified(name)[:-1] for name in first})
     side_by_side(
         [
             partial(
@@ -199,9 +201,31 @@ def ensure_delta_tables(spark: SparkSession, tables: Iterable[TableToCreate]) ->
                 table.comment,
                 table.keep_not_null,
             )
-            for table in first.values()
+            for name, table in first.items()
+            if split_qualified(name) not in listed
         ]
     )
+
+
+def _listed_tables(
+    spark: SparkSession, databases: Iterable[tuple[str, ...]]
+) -> set[tuple[str, ...]]:
+    """The (lower-case) qualified parts of the tables in ``databases``: one metastore call per
+    database instead of one per table (~0.15 s each, and a run checks a score of tables several
+    times). A database that cannot be listed lists nothing: its tables are then checked one by
+    one, as before."""
+    listed: set[tuple[str, ...]] = set()
+    for database in databases:
+        if not database:
+            continue
+        try:
+            rows = spark.sql(f"SHOW TABLES IN {quote_qualified(*database)}").collect()
+        except PySparkException:
+            continue
+        listed |= {
+            (*database, str(row["tableName"]).lower()) for row in rows if not row["isTemporary"]
+        }
+    return listed
 
 
 def _nullable(data_type: T.StructType) -> T.StructType:
