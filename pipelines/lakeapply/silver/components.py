@@ -12,7 +12,7 @@ Two graphs of a cycle need them:
   earliest of the whole cycle, and one fold pass can take one failure per component instead of
   one per cycle.
 
-Finer, and tried first: ``reached_from`` follows the shared groups forward in commit order only
+Finer, and tried first: ``seeds_reached`` follows the shared groups forward in commit order only
 (a failure changes nothing that committed before it), so failures of one component that do
 not reach each other are proven in the same pass.
 """
@@ -123,33 +123,61 @@ def transaction_components(lcrs: DataFrame, max_iterations: int) -> DataFrame | 
     )
 
 
-def reached_from(touches: DataFrame, seeds: DataFrame, max_iterations: int) -> DataFrame | None:
-    """The transactions whose outcome a seed's can change, followed forward in commit order.
+def seeds_reached(touches: DataFrame, seeds: DataFrame, max_iterations: int) -> DataFrame | None:
+    """The seeds whose outcome another seed's can change, followed forward in commit order.
 
     touches: (source_database_name, transaction_id, commit_scn, silver_table, group_id), one
     row per keyed fold group a transaction touches; seeds: (source_database_name,
     transaction_id). A transaction is reached when it commits after a seed, or after a reached
     transaction, and touches a group that one touches: only then can what it sees differ.
-    Returns (source_database_name, transaction_id) of the reached ones; a seed is among them
-    only when another seed reaches it. Finer than the components, which ignore commit order:
-    a failure is certain when no other failure of its pass reaches it. None when the chains
-    need more than ``max_iterations`` joins."""
-    reached = seeds.select(*TRANSACTION).limit(0)
-    frontier = seeds.select(*TRANSACTION)
+    Returns (source_database_name, transaction_id) of the seeds reached this way. Finer than the
+    components, which ignore commit order: a failure is certain when no other failure of its
+    pass reaches it. None when the chains need more than ``max_iterations`` joins.
+
+    Only the way to a seed matters, so the walk keeps to transactions committing no later than
+    the last seed, and stops once every seed but the first is reached (nothing commits before
+    the first seed to reach it)."""
+    seeds = seeds.select(*TRANSACTION)
+    last_seed = (
+        touches.join(seeds, TRANSACTION, "left_semi")
+        .select(F.max(F.struct(*[F.col(c) for c in commit_order("")])).alias("last"))
+        .select(*[F.col(f"last.{c}").alias(f"l_{c}") for c in commit_order("")])
+    )
+    bounded = (
+        touches.crossJoin(F.broadcast(last_seed))
+        .where(~commits_after("l_", ""))
+        .select(*touches.columns)
+    ).localCheckpoint()
+    reachable_seeds = (
+        bounded.join(seeds, TRANSACTION, "left_semi").select(*TRANSACTION).distinct().count() - 1
+    )
+    reached = seeds.limit(0)
+    if reachable_seeds <= 0:
+        return reached
+    reached_seed_count = 0
+    frontier = seeds
     for _ in range(max_iterations):
-        earlier = touches.join(frontier, TRANSACTION, "left_semi").select(
+        earlier = bounded.join(frontier, TRANSACTION, "left_semi").select(
             *[F.col(c).alias(f"h_{c}") for c in commit_order("")], TABLE, "group_id"
         )
         newly = (
-            touches.join(earlier, [TABLE, "group_id"])
+            bounded.join(earlier, [TABLE, "group_id"])
             .where(commits_after("h_", ""))
             .select(*TRANSACTION)
             .distinct()
             .join(reached, TRANSACTION, "left_anti")
             .localCheckpoint()
         )
-        if newly.limit(1).count() == 0:
-            return reached
+        counted = (
+            newly.join(seeds.withColumn("seed", F.lit(True)), TRANSACTION, "left")
+            .agg(F.count(F.lit(1)).alias("newly"), F.count("seed").alias("seeds"))
+            .first()
+        )
+        if counted is None or counted["newly"] == 0:
+            return reached.join(seeds, TRANSACTION, "left_semi")
+        reached_seed_count += counted["seeds"]
         reached = reached.unionByName(newly).localCheckpoint()
+        if reached_seed_count >= reachable_seeds:
+            return reached.join(seeds, TRANSACTION, "left_semi")
         frontier = newly
     return None

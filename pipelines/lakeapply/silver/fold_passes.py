@@ -3,7 +3,7 @@
 
 A fold pass (``silver/fold.py`` over ``silver/rowops.py``) assumes every transaction outside the
 known-failed set succeeds, so a new failure is certain only when no other new failure of the pass
-reaches it forward in commit order through shared groups (``components.reached_from``; when the
+reaches it forward in commit order through shared groups (``components.seeds_reached``; when the
 chains are too long to follow, the earliest of each component of transactions that share rows);
 the certain ones join the failed set and the fold runs again, over the groups they touch only
 (``fold_again``). Late COMMITs and
@@ -21,7 +21,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from lakeapply.silver.assemble import unhandled_staged, with_group_ids
-from lakeapply.silver.components import STATIC_GROUP, reached_from, transaction_components
+from lakeapply.silver.components import STATIC_GROUP, seeds_reached, transaction_components
 from lakeapply.silver.cycle_state import Cycle, CycleInput, FoldOutcome, materialize
 from lakeapply.silver.dependent import held_transactions
 from lakeapply.silver.error_handlers import MessageId, handle_errors
@@ -314,7 +314,7 @@ def _certain_failures(
     graph: _TransactionGraph, new_failures: list[Any]
 ) -> dict[tuple[str, str], Any]:
     """The new failures a pass has proven (``new_failures`` in apply order): those no other new
-    failure reaches forward in commit order through shared groups (``reached_from``); when the
+    failure reaches forward in commit order through shared groups (``seeds_reached``); when the
     chains are too long to follow, the earliest of each component of transactions that share
     groups, or only the earliest of all when the components are unknown too."""
     first = new_failures[0]
@@ -324,12 +324,9 @@ def _certain_failures(
         [(e.source_database_name, e.transaction_id) for e in new_failures],
         "source_database_name string, transaction_id string",
     )
-    reached = reached_from(graph.touches(), wanted, MAX_COMPONENT_ITERATIONS)
+    reached = seeds_reached(graph.touches(), wanted, MAX_COMPONENT_ITERATIONS)
     if reached is not None:
-        depend = {
-            (r.source_database_name, r.transaction_id)
-            for r in reached.join(wanted, list(TRANSACTION_KEY), "left_semi").collect()
-        }
+        depend = {(r.source_database_name, r.transaction_id) for r in reached.collect()}
         return {
             (e.source_database_name, e.transaction_id): e
             for e in new_failures
