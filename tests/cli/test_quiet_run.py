@@ -14,7 +14,16 @@ from tests.cli.processes import TIMESTAMPED_LINE, run_lakeapply
 def test_status_json_prints_only_json_and_spark_output_goes_to_the_warehouse_log(
     tmp_path: Path,
 ) -> None:
-    result = run_lakeapply("--warehouse", "wh", "status", "--json", cwd=tmp_path, timeout=600)
+    # Without the JVM cache, so that Ivy resolves the Delta jars and its report has to go somewhere.
+    result = run_lakeapply(
+        "--warehouse",
+        "wh",
+        "status",
+        "--json",
+        cwd=tmp_path,
+        timeout=600,
+        LAKEAPPLY_JVM_CACHE="off",
+    )
 
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["bronze_lcrs"] == 0

@@ -1617,8 +1617,11 @@ def test_workloads_with_rename_tables_send_later_lcrs_under_the_new_name() -> No
     renames = 0
     renamed_rows = 0  # row LCRs under a new name that the destination then holds
 
+    # hypothesis mixes the literals of every loaded local module into its draws, so the
+    # counts move with the code (60 examples drew 8 renames in a full run, >= 10 alone): 200
+    # examples drew 71-82 renames and 15-70 renamed rows, far from the bounds asserted.
     @hypothesis_settings(
-        max_examples=60,
+        max_examples=200,
         derandomize=True,
         database=None,
         deadline=None,
