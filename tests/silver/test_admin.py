@@ -95,6 +95,17 @@ def test_published_settings_load_back_equal_to_the_original(
         assert table_definition_from_dict(document, "test") == table.definition
 
 
+def test_publishing_again_with_fewer_settings_removes_the_rows_no_longer_set(
+    spark: SparkSession, catalog: Catalog
+) -> None:
+    """Key columns, dependencies and instantiation SCNs emptied: their tables are written
+    although the new settings give them no row (only untouched empty tables are skipped)."""
+    admin.publish_settings(spark, catalog, _settings())
+    plain = replace(DEMO, apply_name="APPLY_ADMIN")
+    admin.publish_settings(spark, catalog, plain)
+    assert admin.load_settings(spark, catalog, "APPLY_ADMIN") == plain
+
+
 def test_loading_an_apply_process_that_does_not_exist_fails_naming_it(
     spark: SparkSession, catalog: Catalog
 ) -> None:

@@ -419,17 +419,45 @@ def _publish(
     validate_settings(settings)
     if previous is None:
         ensure_apply_tables(spark, catalog)
-    before = {} if previous is None else _dictionary_rows(previous)
+    wanted = _dictionary_rows(settings)
+    if previous is None:
+        # Unknown rows: replace every table that gets rows or already holds some of this apply
+        # (a first publish writes a few of the dozen tables; each write is a Delta commit).
+        holding = _tables_holding_rows(
+            spark, catalog, settings.apply_name, [name for name, rows in wanted.items() if not rows]
+        )
+        changed = [name for name, rows in wanted.items() if rows or name in holding]
+    else:
+        before = _dictionary_rows(previous)
+        changed = [name for name, rows in wanted.items() if before[name] != rows]
     writes: list[Callable[[], None]] = [
-        partial(_replace_rows, spark, catalog, name, settings.apply_name, rows)
-        for name, rows in _dictionary_rows(settings).items()
-        if previous is None or before[name] != rows
+        partial(_replace_rows, spark, catalog, name, settings.apply_name, wanted[name])
+        for name in changed
     ]
     if previous is None or _process_fields(previous) != _process_fields(settings):
         writes.append(partial(_merge_apply_process, spark, catalog, settings))
     # One commit per table either way (Delta has no multi-table commit): side by side they
     # cost about a third of one after the other.
     side_by_side(writes)
+
+
+def _tables_holding_rows(
+    spark: SparkSession, catalog: Catalog, apply_name: str, names: list[str]
+) -> set[str]:
+    """Which of the dictionary tables ``names`` hold a row of ``apply_name`` (one query)."""
+    if not names:
+        return set()
+    found: DataFrame | None = None
+    for name in names:
+        probe = (
+            spark.table(catalog.apply_table(name))
+            .where(F.col("apply_name") == apply_name)
+            .select(F.lit(name).alias("name"))
+            .limit(1)
+        )
+        found = probe if found is None else found.unionByName(probe)
+    assert found is not None
+    return {row["name"] for row in found.collect()}
 
 
 def _process_fields(settings: ApplySettings) -> tuple[Any, ...]:
