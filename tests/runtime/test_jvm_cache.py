@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 from lakeapply.runtime import jvm_cache
 
 COORDINATE = "io.delta:delta-spark_4.2_2.13:4.4.0"
+RUNTIME_KEY = jvm_cache.runtime_key  # the fixture below replaces it for the other tests
 
 
 @pytest.fixture(autouse=True)
@@ -123,3 +125,19 @@ def test_publishing_an_archive_keeps_only_the_latest_few(cache_home: Path) -> No
     writer._publish_after_exit(finished_jvm)
     kept = sorted(path.name for path in folder.glob("classes-*.jsa"))
     assert kept == ["classes-k1.jsa", "classes-old2.jsa", "classes-old3.jsa"]
+
+
+def test_a_reinstalled_pyspark_gets_a_new_archive_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pyspark
+
+    if shutil.which("java") is None and "JAVA_HOME" not in os.environ:
+        pytest.skip("no java to key the archive by")
+    jars = tmp_path / "pyspark" / "jars"
+    jars.mkdir(parents=True)
+    monkeypatch.setattr(pyspark, "__file__", str(tmp_path / "pyspark" / "__init__.py"))
+    before = RUNTIME_KEY(COORDINATE)
+    os.utime(jars, (1, 1))  # the jars installed again: the JVM would refuse the old archive
+    assert before is not None and RUNTIME_KEY(COORDINATE) not in (None, before)
+    assert RUNTIME_KEY("io.delta:delta-spark_4.2_2.13:9.9.9") != RUNTIME_KEY(COORDINATE)

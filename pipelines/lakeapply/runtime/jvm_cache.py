@@ -64,14 +64,15 @@ def runtime_key(maven_coordinate: str) -> str | None:
     java = _java_binary()
     if java is None:
         return None
+    spark_jars = Path(pyspark.__file__).resolve().parent / "jars"
+    try:
+        # The JVM checks the class path's jars against the archive and ignores a stale one;
+        # a reinstalled pyspark (new jar times) gets a new key, so a new archive is written.
+        installed = [java.stat().st_mtime_ns, spark_jars.stat().st_mtime_ns]
+    except OSError:
+        return None
     facts = "\n".join(
-        [
-            maven_coordinate,
-            str(Path(pyspark.__file__).resolve().parent),
-            pyspark.__version__,
-            str(java),
-            str(java.stat().st_mtime_ns),
-        ]
+        [maven_coordinate, str(spark_jars), pyspark.__version__, str(java), *map(str, installed)]
     )
     return hashlib.sha256(facts.encode()).hexdigest()[:16]
 
