@@ -116,6 +116,7 @@ def test_publishing_an_archive_keeps_only_the_latest_few(cache_home: Path) -> No
     for age, key in enumerate(["old3", "old2", "old1", "old0"]):
         archive = folder / f"classes-{key}.jsa"
         archive.write_bytes(b"cds")
+        archive.with_suffix(".lock").touch()
         os.utime(archive, (1000 - age, 1000 - age))
     writer = jvm_cache.class_archive(COORDINATE, may_write=True)
     assert writer is not None
@@ -125,6 +126,7 @@ def test_publishing_an_archive_keeps_only_the_latest_few(cache_home: Path) -> No
     writer._publish_after_exit(finished_jvm)
     kept = sorted(path.name for path in folder.glob("classes-*.jsa"))
     assert kept == ["classes-k1.jsa", "classes-old2.jsa", "classes-old3.jsa"]
+    assert not (folder / "classes-old0.lock").exists()
 
 
 def test_a_reinstalled_pyspark_gets_a_new_archive_key(

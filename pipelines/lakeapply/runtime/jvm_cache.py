@@ -195,3 +195,4 @@ def _forget_all_but_the_latest(folder: Path) -> None:
     for archive in archives[ARCHIVES_KEPT:]:
         with contextlib.suppress(OSError):
             archive.unlink()
+            archive.with_suffix(".lock").unlink(missing_ok=True)
