@@ -1,9 +1,10 @@
 """Exactly once under SIGKILL: real ``lakeapply ingest`` / ``apply`` processes killed at seeded
 instants, restarted, and compared with an uninterrupted run of the same landing states.
 
-``make test`` runs the kill between an aborting cycle's commit and its ABORTED status (each real
-process start costs ~1 min on 2 cores); ``make soak`` runs the one-scenario test (>= 10 kills,
-~25 min) and scenarios until >= 100 kills (``LAKEAPPLY_SOAK_KILLS``). ``LAKEAPPLY_CRASH_SEED`` reruns a given seed; every failure prints the
+``make test`` runs one landing state with >= 10 kills spread over every command (~10 min on 2
+cores: each real process start and its first Delta reads cost ~20-40 s); ``make soak`` runs the
+one-scenario test (>= 10 kills, ~25 min) and scenarios until >= 100 kills
+(``LAKEAPPLY_SOAK_KILLS``). ``LAKEAPPLY_CRASH_SEED`` reruns a given seed; every failure prints the
 seed, the kill plan and every run with its kill instant.
 """
 
@@ -16,7 +17,11 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+from lakeapply.bronze.ingest import ingest
 from lakeapply.runtime.catalog import Catalog
+from lakeapply.silver import admin
+from lakeapply.silver.config import load_config
+from lakeapply.silver.engine import run_apply
 from tests.crash.harness import (
     APPLY_NAME,
     PREFIX,
@@ -113,38 +118,63 @@ def test_soak_at_least_100_sigkills(
     print(f"soak: {kills} SIGKILLs in {scenarios} scenarios, all equal to uninterrupted runs")
 
 
-def test_kill_between_the_cycle_commit_and_the_abort_status(
+def _reference_run(spark: SparkSession, workdir: Path, config: Path, reference: str) -> int:
+    """The uninterrupted run of a one-stage scenario, in process; the aborts it took."""
+    catalog = Catalog(reference)
+    ingest(spark, catalog, workdir / "landing")
+    for settings in load_config(config):
+        admin.publish_settings(spark, catalog, settings)
+    aborts = 0
+    while True:
+        reports = run_apply(spark, catalog, admin.load_settings(spark, catalog, APPLY_NAME))
+        if not (reports and reports[-1].aborted):
+            return aborts
+        aborts += 1
+        admin.start_apply(spark, catalog, APPLY_NAME)
+
+
+def test_ten_sigkills_of_every_command_equal_an_uninterrupted_run(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    """disable_on_error = Y: SIGKILL the apply the moment the aborting cycle's COMMITTED row is
-    written, before its ABORTED status. The rerun records the abort (it says ABORTED); one
-    START_APPLY per error transaction then applies everything, as in an uninterrupted run.
-    (Found by this harness: the status used to be written first, and a kill between the two
-    made the resumed cycle abort again, swallowing one START_APPLY.)"""
-    workload = build_workload(seed=3, transactions=120, stages=1)  # one error transaction
+    """One landing state, every CLI step killed at points that fall inside its work: the first
+    ingest and apply while they create their tables, configure while it publishes, the apply
+    between the aborting cycle's COMMITTED row and its ABORTED status (disable_on_error = Y),
+    START_APPLY, and the last apply at its n-th Delta commits. The outcome equals an
+    uninterrupted run, each landing line and each transaction exactly once, and one START_APPLY
+    per error transaction, as without kills. (Found by this harness: the ABORTED status used to
+    be written before the cycle's commit, and a kill between the two made the resumed cycle
+    abort again, swallowing one START_APPLY.)"""
+    seed = 3
+    workload = build_workload(seed=seed, transactions=120, stages=1)  # one error transaction
     landing = Landing(tmp_path / "landing", workload)
     landing.write_to(workload.boundaries[0])
-    driver = CrashDriver(tmp_path / "crash-warehouse", tmp_path / "logs", seed=3)
-    driver.run(["ingest", "--landing", str(landing.folder)], [])
-    driver.run(["configure", "--config", str(workload.config(tmp_path / "crash.yml"))], [])
+    config = workload.config(tmp_path / "crash.yml")
+    driver = CrashDriver(tmp_path / "crash-warehouse", tmp_path / "logs", seed=seed)
+    bronze_created = KillPoint("path", 0, 0.3, f"tables/{PREFIX}_bronze.db")
+    silver_created = KillPoint("path", 0, 0.0, f"tables/{PREFIX}_silver.db")
     # The cycles table gets two commits per cycle: PLANNED, then COMMITTED.
-    cycle_commit = KillPoint("commits", 2, 0.0, f"{PREFIX}_apply.db/cycles")
-    first = driver.run_once(["apply", "--apply-name", APPLY_NAME], cycle_commit)
-    if first.killed_at is None:
-        pytest.skip(f"the apply finished before the kill (window missed):\n{driver.history()}")
-    load = path_loader(spark, tmp_path / "crash-warehouse")
-    cycles = {(r.cycle_id, r.phase) for r in load("apply", "cycles").collect()}
-    last = max(cycle for cycle, _ in cycles)
-    status = [r.status for r in load("apply", "apply_processes").collect()]
-    if status == ["ABORTED"]:
-        pytest.skip(f"the status was written before the kill (window missed):\n{driver.history()}")
-    assert (last, "COMMITTED") in cycles, driver.history()
+    cycle_committed = KillPoint("commits", 2, 0.0, f"{PREFIX}_apply.db/cycles")
+    plan = {
+        "ingest": [bronze_created, KillPoint("commits", 2, 0.1), KillPoint("time", 0.5)],
+        "configure": [KillPoint("time", 0.5), KillPoint("commits", 3, 0.0)],
+        "first apply": [silver_created, cycle_committed],
+        "start-apply": [KillPoint("time", 0.5)],
+        "last apply": [
+            KillPoint("commits", 1, 0.2),
+            KillPoint("time", 0.4),
+            KillPoint("commits", 3, 0.1),
+            KillPoint("time", 0.6),
+        ],
+    }
+    kill_plan = [f"{step}: {point.describe()}" for step, points in plan.items() for point in points]
 
-    starts = 0
+    driver.run(["ingest", "--landing", str(landing.folder)], plan["ingest"])
+    driver.run(["configure", "--config", str(config)], plan["configure"])
+    apply_points, starts = plan["first apply"], 0
     while True:
         record = driver.run(
             ["apply", "--apply-name", APPLY_NAME],
-            [],
+            apply_points,
             accept=lambda r: r.returncode == 0 or aborted(r),
         )
         if not aborted(record):
@@ -152,9 +182,16 @@ def test_kill_between_the_cycle_commit_and_the_abort_status(
         if starts > 5:
             raise HarnessFailure(f"still aborting after {starts} START_APPLY:\n{driver.history()}")
         starts += 1
-        driver.run(["admin", "start-apply", APPLY_NAME], [])
-    errors = load("apply", "error_queue").count()
-    assert errors == 1, driver.history()
-    assert starts == errors, (
-        f"{starts} START_APPLY needed for {errors} error transaction(s):\n{driver.history()}"
+        driver.run(["admin", "start-apply", APPLY_NAME], plan["start-apply"])
+        apply_points = plan["last apply"]
+
+    reference = _reference_prefix(seed)
+    reference_aborts = _reference_run(spark, tmp_path, config, reference)
+    result = ScenarioResult(
+        seed, driver, starts, reference_aborts, workload.long_transaction, workload.lines, kill_plan
     )
+    verify(spark, tmp_path, result, reference)
+    assert starts == reference_aborts == 1, result.header()
+    assert driver.kills >= 10, result.header()
+    window = next(r for r in driver.records if r.kill is cycle_committed)
+    print(f"the cycle-commit kill point: {window.describe()}")

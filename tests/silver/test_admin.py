@@ -15,7 +15,8 @@ from lakeapply.errors import ConfigurationError
 from lakeapply.runtime.catalog import Catalog
 from lakeapply.silver import admin
 from lakeapply.silver.config import load_config, transformation_to_dict
-from lakeapply.silver.plan import apply_status
+from lakeapply.silver.cycle_state import apply_rows
+from lakeapply.silver.plan import apply_status, set_status
 from lakeapply.silver.settings import (
     ApplySettings,
     CommitSerialization,
@@ -196,6 +197,28 @@ def test_stop_and_start_apply_set_a_status_that_publishing_keeps(
     admin.set_parameter(spark, catalog, "APPLY_DEMO", "MAX_ERROR_PASSES", 4)
     assert apply_status(spark, catalog, "APPLY_DEMO") == "DISABLED"
     admin.start_apply(spark, catalog, "APPLY_DEMO")
+    assert apply_status(spark, catalog, "APPLY_DEMO") == "ENABLED"
+
+
+def test_start_apply_clears_the_abort_and_keeps_the_published_settings(
+    spark: SparkSession, catalog: Catalog
+) -> None:
+    admin.publish_settings(spark, catalog, DEMO)
+    set_status(spark, catalog, DEMO, "ABORTED", (1403, "ORA-01403: no data found"))
+    admin.start_apply(spark, catalog, "APPLY_DEMO")
+    (row,) = apply_rows(spark, catalog, "apply_processes", "APPLY_DEMO").collect()
+    assert (row.status, row.error_number, row.error_message) == ("ENABLED", None, None)
+    assert admin.load_settings(spark, catalog, "APPLY_DEMO") == DEMO
+
+
+def test_starting_or_stopping_an_apply_process_that_does_not_exist_fails_naming_it(
+    spark: SparkSession, catalog: Catalog
+) -> None:
+    with pytest.raises(ConfigurationError, match="'APPLY_NONE' does not exist"):
+        admin.start_apply(spark, catalog, "APPLY_NONE")
+    admin.publish_settings(spark, catalog, DEMO)
+    with pytest.raises(ConfigurationError, match="'APPLY_NONE' does not exist"):
+        admin.stop_apply(spark, catalog, "APPLY_NONE")
     assert apply_status(spark, catalog, "APPLY_DEMO") == "ENABLED"
 
 

@@ -493,12 +493,16 @@ def _parameter_value(apply_name: str, parameter: str, value: str | None) -> Any:
     )
 
 
+def _no_such_apply(catalog: Catalog, name: str) -> ConfigurationError:
+    return ConfigurationError(
+        f"apply process {name!r} does not exist in {catalog.apply} (publish its settings first)"
+    )
+
+
 def load_settings(spark: SparkSession, catalog: Catalog, apply_name: str) -> ApplySettings:
     """The settings of ``apply_name`` as published; ConfigurationError when it does not exist."""
     name = _check_apply_name(apply_name)
-    missing = ConfigurationError(
-        f"apply process {name!r} does not exist in {catalog.apply} (publish its settings first)"
-    )
+    missing = _no_such_apply(catalog, name)
     processes_table = catalog.apply_table(dictionary.APPLY_PROCESSES)
     if not spark.catalog.tableExists(processes_table):
         raise missing
@@ -515,6 +519,8 @@ def load_settings(spark: SparkSession, catalog: Catalog, apply_name: str) -> App
         dictionary.DESTINATION_TABLES,
         dictionary.RULES,
         dictionary.VIRTUAL_DEPENDENCIES,
+        dictionary.INSTANTIATED_SCHEMAS,
+        dictionary.INSTANTIATED_GLOBAL,
     )
     # A dozen small reads, each a Spark job or two: side by side, not one after the other.
     fetched = dict(
@@ -549,11 +555,11 @@ def load_settings(spark: SparkSession, catalog: Catalog, apply_name: str) -> App
         positive_rules=positive or None,  # a declared positive rule set is never empty
         schema_instantiation_scns=tuple(
             (row["source_database"], row["source_schema"], row["instantiation_scn"])
-            for row in _rows(spark, catalog, dictionary.INSTANTIATED_SCHEMAS, name)
+            for row in fetched[dictionary.INSTANTIATED_SCHEMAS]
         ),
         global_instantiation_scns=tuple(
             (row["source_database"], row["instantiation_scn"])
-            for row in _rows(spark, catalog, dictionary.INSTANTIATED_GLOBAL, name)
+            for row in fetched[dictionary.INSTANTIATED_GLOBAL]
         ),
         max_cycle_batches=values.get("MAX_CYCLE_BATCHES", defaults.max_cycle_batches),
         max_error_passes=values.get("MAX_ERROR_PASSES", defaults.max_error_passes),
@@ -1286,12 +1292,18 @@ def _positive_rule(
 
 def start_apply(spark: SparkSession, catalog: Catalog, apply_name: str) -> None:
     """START_APPLY: status ENABLED (silver/plan.py)."""
-    plan.start_apply(spark, catalog, load_settings(spark, catalog, apply_name))
+    _change_status(spark, catalog, apply_name, "ENABLED")
 
 
 def stop_apply(spark: SparkSession, catalog: Catalog, apply_name: str) -> None:
     """STOP_APPLY: status DISABLED (silver/plan.py)."""
-    plan.stop_apply(spark, catalog, load_settings(spark, catalog, apply_name))
+    _change_status(spark, catalog, apply_name, "DISABLED")
+
+
+def _change_status(spark: SparkSession, catalog: Catalog, apply_name: str, status: str) -> None:
+    name = _check_apply_name(apply_name)
+    if not plan.change_status(spark, catalog, name, status):
+        raise _no_such_apply(catalog, name)
 
 
 # --------------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from typing import Any
 from delta.tables import DeltaTable
 from pyspark.sql import SparkSession, Window
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from lakeapply.bronze.ingest import ensure_bronze_tables
 from lakeapply.runtime.catalog import (
@@ -172,6 +173,35 @@ def start_apply(spark: SparkSession, catalog: Catalog, settings: ApplySettings) 
 def stop_apply(spark: SparkSession, catalog: Catalog, settings: ApplySettings) -> None:
     ensure_apply_tables(spark, catalog)
     set_status(spark, catalog, settings, "DISABLED")
+
+
+def change_status(spark: SparkSession, catalog: Catalog, apply_name: str, status: str) -> bool:
+    """START_APPLY / STOP_APPLY by name: the published apply's status row changes, its settings
+    columns stay; False when no apply of that name is published. (An admin command needs no
+    settings: loading them reads every dictionary table, ~20 s in a fresh process.)"""
+    ensure_apply_tables(spark, catalog)
+    if apply_rows(spark, catalog, dictionary.APPLY_PROCESSES, apply_name).limit(1).count() == 0:
+        return False
+    changed = [
+        ("apply_name", apply_name),
+        ("status", status),
+        ("status_change_time", datetime.now(UTC).replace(tzinfo=None)),
+        ("error_number", None),
+        ("error_message", None),
+    ]
+    schema = dictionary.APPLY_PROCESSES_SCHEMA
+    row = spark.createDataFrame(
+        [tuple(value for _, value in changed)],
+        T.StructType([schema[name] for name, _ in changed]),
+    )
+    (
+        DeltaTable.forName(spark, catalog.apply_table(dictionary.APPLY_PROCESSES))
+        .alias("t")
+        .merge(row.alias("s"), "t.apply_name = s.apply_name")
+        .whenMatchedUpdate(set={name: F.col(f"s.{name}") for name, _ in changed[1:]})
+        .execute()
+    )
+    return True
 
 
 def recorded_cycles(
