@@ -55,7 +55,8 @@ def landing(tmp_path: Path) -> Path:
 
 # `make test` runs on two xdist workers, and the run ends when its last long test does: the
 # files whose tests take minutes (measured: the carry-on differential ~7 min alone, the
-# real-process SIGKILL ~5 min) start first, so the short tests fill the other worker meanwhile.
+# real-process crash test's 12 SIGKILLs 22.7 min beside a soak) start first, so the short tests
+# fill the other worker meanwhile.
 LONGEST_FIRST = (
     "tests/silver/test_engine_differential.py",
     "tests/crash/",
