@@ -419,8 +419,11 @@ class CrashDriver:
                     kill_at = trigger(now)
                 if kill_at is not None and now >= kill_at:
                     os.killpg(process.pid, signal.SIGKILL)
-                    killed_at = now
                     process.wait()
+                    # The leader may have exited between the poll and the signal: then the run
+                    # ended by itself and is no kill (its exit code says so).
+                    if process.returncode == -signal.SIGKILL:
+                        killed_at = now
                     break
                 time.sleep(POLL_S)
             # Whatever survived the leader (the JVM, Python workers) goes too: nothing of a
