@@ -18,6 +18,7 @@ Writes ``benchmarks/results/big-<timestamp>.md`` and ``big-latest.md``.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import shutil
 import statistics
@@ -79,13 +80,21 @@ def _commit(transaction: str, scn: int) -> dict[str, Any]:
     }
 
 
-def _write(path: Path, lines: Iterator[dict[str, Any]]) -> int:
-    path.parent.mkdir(parents=True, exist_ok=True)
+# A capture tool rotates its files (GoldenGate trail files by size): ingest reads each landing
+# file whole in one task (``binaryFile``), and one file of 1.25M lines (~315 MB) ran the 4g
+# driver out of heap in a shuffle of that one row (2026-12-02).
+LINES_PER_FILE = 100_000
+
+
+def _write(stem: Path, lines: Iterator[dict[str, Any]]) -> int:
+    """Write ``lines`` to ``<stem>-NNN.jsonl`` files of at most LINES_PER_FILE lines each."""
+    stem.parent.mkdir(parents=True, exist_ok=True)
     count = 0
-    with path.open("w", encoding="utf-8") as out:
-        for line in lines:
-            out.write(json.dumps(line, separators=(",", ":")) + "\n")
-            count += 1
+    while chunk := list(itertools.islice(lines, LINES_PER_FILE)):
+        path = stem.with_name(f"{stem.name}-{count // LINES_PER_FILE:03d}.jsonl")
+        with path.open("w", encoding="utf-8") as out:
+            out.writelines(json.dumps(line, separators=(",", ":")) + "\n" for line in chunk)
+        count += len(chunk)
     return count
 
 
@@ -104,7 +113,7 @@ class Case:
 
     def land(self, lines: Iterator[dict[str, Any]]) -> int:
         self.files += 1
-        written = _write(self.landing / f"batch{self.files:05d}.jsonl", lines)
+        written = _write(self.landing / f"batch{self.files:05d}", lines)
         ingest(self.spark, self.catalog, self.landing)
         return written
 
