@@ -8,9 +8,9 @@ A run is one *ingest batch*:
    a new *file version*, and the log says why. The plan is appended to the ingest log
    (phase PLANNED) before any data is written. If the previous batch was planned but never
    committed (a crash), that plan is re-executed as it was instead.
-2. **Read and classify** (Spark): the planned byte ranges are read (``binaryFile``; ``.gz`` files are
-   decompressed per file), split into lines with their line numbers and byte offsets, parsed against
-   the contract. Only complete lines count: bytes after the last newline stay for the next run, like
+2. **Read and classify** (Spark): the planned byte ranges are read by Python workers in bounded
+   blocks, one file per task (``.gz`` files are decompressed as streams), split into lines with
+   their line numbers and byte offsets, parsed against the contract. Only complete lines count: bytes after the last newline stay for the next run, like
    an Extract re-reading from its last complete block. A file that cannot be decompressed becomes
    one quarantine row (see ``bronze.lines``): it never stops the other files.
 3. **Write**: valid LCRs to ``bronze.lcr``, the rest to ``bronze.quarantine``, each an idempotent
@@ -44,11 +44,12 @@ from lakeapply.bronze.formats import (
     adapt_batches,
 )
 from lakeapply.bronze.lines import (
+    FileLines,
     LandingLine,
+    binary_opener,
     fingerprint,
     fingerprint_length,
     fingerprint_of_file,
-    lines_of_file,
 )
 from lakeapply.bronze.tables import (
     INGEST_LOG_TABLE,
@@ -361,32 +362,37 @@ LINES_PER_ARROW_BATCH = 50_000
 
 
 def _lines_of_files(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-    """mapInPandas: planned file rows -> line rows, in bounded Arrow batches. The fingerprint of
-    what was read rides on the first line row of each file (NULL on the others)."""
+    """mapInPandas: planned file rows -> line rows, in bounded Arrow batches. Each file is read
+    from its path here, block by block (``FileLines``): neither the JVM nor this worker ever
+    holds a whole file. The fingerprint of what was read rides on the last line row of each file
+    (known once its lines are read; NULL on the others)."""
     columns = [*LandingLine._fields, "prefix_fingerprint"]
     for files in batches:
-        for source_file, compressed, start_offset, size_bound, first_line, content in zip(
+        for source_file, compressed, start_offset, size_bound, first_line in zip(
             files["source_file"].tolist(),
             files["compressed"].tolist(),
             files["start_offset"].tolist(),
             files["size_bound"].tolist(),
             files["first_line_number"].tolist(),
-            files["content"].tolist(),
             strict=True,
         ):
-            read_fingerprint, rows = lines_of_file(
-                bytes(content),
+            reader = FileLines(
+                binary_opener(Path(str(source_file))),
                 str(source_file),
                 bool(compressed),
                 int(start_offset),
                 int(size_bound),
                 int(first_line),
             )
-            fingerprint_cell: str | None = read_fingerprint
+            rows = iter(reader)
+            held: list[LandingLine] = []
             while chunk := list(itertools.islice(rows, LINES_PER_ARROW_BATCH)):
-                records: list[tuple[object, ...]] = [(*row, None) for row in chunk]
-                records[0] = (*chunk[0], fingerprint_cell)
-                fingerprint_cell = None
+                if held:
+                    yield pd.DataFrame.from_records([(*row, None) for row in held], columns=columns)
+                held = chunk
+            if held:
+                records: list[tuple[object, ...]] = [(*row, None) for row in held]
+                records[-1] = (*held[-1], reader.fingerprint)
                 yield pd.DataFrame.from_records(records, columns=columns)
 
 
@@ -394,35 +400,22 @@ def read_planned_lines(spark: SparkSession, plan: list[PlannedFile]) -> DataFram
     """One row per complete line in the planned ranges: source_file, line_number, byte_offset,
     line, line_bytes, read_problem, prefix_fingerprint (see ``bronze.lines``).
 
-    Each file is split once, in a Python worker, into lines with running byte offsets (linear; no
-    window over the file's lines). Plain files are cut to the planned byte range (a file may have
-    grown since it was planned); compressed files are decompressed whole.
+    The plan's rows are spread over tasks (one file per task, so files are split in parallel),
+    and each task's Python worker reads its files by path in bounded blocks, splitting lines with
+    running byte offsets (linear; no window over the file's lines). The landing folder is a
+    local or mounted path (a Unity Catalog volume on Databricks), as for planning.
     """
     plan_df = spark.createDataFrame(
         [
-            (
-                p.source_file,
-                "file:" + p.source_file,
-                p.compressed,
-                p.start_offset,
-                p.size_bound,
-                p.first_line_number,
-            )
+            (p.source_file, p.compressed, p.start_offset, p.size_bound, p.first_line_number)
             for p in plan
         ],
-        "source_file string, hadoop_path string, compressed boolean, start_offset long, "
-        "size_bound long, first_line_number long",
+        "source_file string, compressed boolean, start_offset long, size_bound long, "
+        "first_line_number long",
     )
-    files = (
-        spark.read.format("binaryFile")
-        .load([p.source_file for p in plan])
-        .select(F.col("path").alias("hadoop_path"), "content")
-        .join(F.broadcast(plan_df), "hadoop_path")
-        .drop("hadoop_path")
-        # One file per task, so files are split in parallel however the file source grouped them.
-        .repartition(max(1, len(plan)), "source_file")
+    return plan_df.repartition(max(1, len(plan)), "source_file").mapInPandas(
+        _lines_of_files, LINES_SCHEMA
     )
-    return files.mapInPandas(_lines_of_files, LINES_SCHEMA)
 
 
 def _raw(classified: DataFrame) -> str:
