@@ -80,18 +80,18 @@ def _commit(transaction: str, scn: int) -> dict[str, Any]:
     }
 
 
-# A capture tool rotates its files (GoldenGate trail files by size): ingest reads each landing
-# file whole in one task (``binaryFile``), and one file of 1.25M lines (~315 MB) ran the 4g
-# driver out of heap in a shuffle of that one row (2026-12-02).
+# A capture tool rotates its files (GoldenGate trail files by size). Until 2026-12-02 ingest read
+# each landing file whole in one task (``binaryFile``), and one file of 1.25M lines (~315 MB) ran
+# the 4g driver out of heap; the "one landing file" case measures that limit since it was lifted.
 LINES_PER_FILE = 100_000
 
 
-def _write(stem: Path, lines: Iterator[dict[str, Any]]) -> int:
-    """Write ``lines`` to ``<stem>-NNN.jsonl`` files of at most LINES_PER_FILE lines each."""
+def _write(stem: Path, lines: Iterator[dict[str, Any]], per_file: int = LINES_PER_FILE) -> int:
+    """Write ``lines`` to ``<stem>-NNN.jsonl`` files of at most ``per_file`` lines each."""
     stem.parent.mkdir(parents=True, exist_ok=True)
     count = 0
-    while chunk := list(itertools.islice(lines, LINES_PER_FILE)):
-        path = stem.with_name(f"{stem.name}-{count // LINES_PER_FILE:03d}.jsonl")
+    while chunk := list(itertools.islice(lines, per_file)):
+        path = stem.with_name(f"{stem.name}-{count // per_file:03d}.jsonl")
         with path.open("w", encoding="utf-8") as out:
             out.writelines(json.dumps(line, separators=(",", ":")) + "\n" for line in chunk)
         count += len(chunk)
@@ -249,6 +249,29 @@ def long_transaction(spark: SparkSession, work: Path, cycles: int) -> list[Resul
     return results
 
 
+def one_landing_file(spark: SparkSession, work: Path, lines: int) -> list[Result]:
+    """Ingest one landing file of ``lines`` lines (INSERTs in transactions of 4): the driver's
+    peak memory must not follow the size of the file."""
+    case = Case(spark, work, f"file{lines}")
+
+    def transactions() -> Iterator[dict[str, Any]]:
+        for start in range(0, lines, 5):
+            transaction = f"1.{start // 5}.0"
+            scn = FIRST_SCN + start
+            for offset in range(min(4, lines - start - 1)):
+                yield _insert(transaction, scn + offset, start + offset)
+            yield _commit(transaction, scn + 4)
+
+    written = _write(case.landing / "trail", transactions(), per_file=lines)
+    size_mib = sum(p.stat().st_size for p in case.landing.iterdir()) / 2**20
+
+    def run() -> str:
+        report = ingest(spark, case.catalog, case.landing)
+        return f"{written:,} lines in one {size_mib:,.0f} MiB file: {report.bronze_rows:,} rows"
+
+    return [_measure(spark, "one landing file, ingest only", written, run)]
+
+
 def markdown(results: list[Result]) -> str:
     lines = [
         "# Big and long transactions",
@@ -271,12 +294,17 @@ def main() -> None:
     parser.add_argument("--big-lcrs", default="100000,1000000", help="sizes of the one transaction")
     parser.add_argument("--open", type=int, default=100_000, help="open transactions")
     parser.add_argument("--cycles", type=int, default=100, help="cycles of the long transaction")
+    parser.add_argument(
+        "--file-lines", default="", help="sizes of one landing file, ingested alone (e.g. 1250000)"
+    )
     parser.add_argument("--work", type=Path, default=None, help="scratch folder (default: temp)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="lakeapply-big-"))
     spark = get_spark(LocalSparkSettings(work / "warehouse"))
     results: list[Result] = []
+    for size in (int(part) for part in args.file_lines.split(",") if part):
+        results += one_landing_file(spark, work, size)
     for size in (int(part) for part in args.big_lcrs.split(",") if part):
         results += one_big_transaction(spark, work, size)
     if args.open:
