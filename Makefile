@@ -31,7 +31,8 @@ run: $(STAMP) ## Demo on the embedded default: generate LCRs -> bronze -> silver
 # 56.8 min the same afternoon on a machine where every test ran ~1.8x slower.
 # 52.4 min for 777 tests on 2026-11-27 evening (the slower machine; the differential's shared
 # applies restored).
-# 57.2 min for 826 tests on 2026-12-02 (the crash test's 12 SIGKILLs 19.7 min of it).
+# 57.2 min for 826 tests on 2026-12-02 (the crash test's 12 SIGKILLs 19.7 min of it); 45.1 min
+# for 830 the same evening without Delta checksum files (three workers measured slower).
 .PHONY: test
 test: check ## Static checks + the test suite (what CI runs)
 	$(BIN)/pytest -q -n 2 --dist loadgroup -m "not slow and not soak" --durations=30
