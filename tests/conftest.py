@@ -12,8 +12,15 @@ from pyspark.sql import SparkSession
 
 from lakeapply.runtime.catalog import Catalog
 from lakeapply.runtime.session import LocalSparkSettings, get_spark
+from tests.hypothesis_draws import load_every_lakeapply_module
 
 _catalog_numbers = itertools.count(1)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Before collection, so before any draw: a seed draws the same workloads whether a test
+    runs alone or in the whole suite (see tests/hypothesis_draws.py)."""
+    load_every_lakeapply_module()
 
 
 @pytest.fixture(scope="session")
