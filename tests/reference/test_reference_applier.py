@@ -2524,8 +2524,8 @@ def test_workloads_with_dml_handlers_draw_every_combination_and_their_errors() -
         "INSERT:MIRROR_NEGATIVE",
         "INSERT:AS_CAPTURED",
     }, drawn
-    # Counts, not exact figures: derandomized draws differ with what else the process imported
-    # (pytest with or without xdist), so a threshold near the figure one run sees is fragile.
+    # Counts, not exact figures: the derandomized draws change whenever the package's literals
+    # do (hypothesis mixes them into its choices), so a threshold near today's figure is fragile.
     assert refused >= 1, refused
     assert mirrored >= 1, mirrored  # rows a second statement handler inserted
 

@@ -38,9 +38,8 @@ _numbers = itertools.count(1)
 
 def drawn(count: int, strategy: st.SearchStrategy[Workload], seeded: int) -> list[Workload]:
     """``count`` workloads from hypothesis for a given ``seeded``, other ones for another: the
-    same ones in processes that loaded the same lakeapply modules (hypothesis draws some values
-    from the literals of loaded local modules, so a test run alone can draw other workloads
-    than in a full run)."""
+    same ones in every run, alone or in the whole suite (hypothesis draws some values from the
+    literals of loaded local modules; tests/conftest.py loads every lakeapply module first)."""
     collected: list[Workload] = []
 
     @seed(seeded)
@@ -398,11 +397,9 @@ def test_engine_matches_the_reference_on_many_workloads(
 
 # Late input (reference D24): at each of three cuts a COMMIT lands after a later COMMIT of its
 # source was processed (ORA-20002) and a row LCR after its transaction's COMMIT was processed
-# (ORA-20001). Seed 45: 10 late-LCR and 5 late-COMMIT error transactions among 24 others; seed
-# 44: 5 and 4 among 12, when the test runs alone. The draws of a seed are not the same in every
-# process: hypothesis mixes the literals of the loaded lakeapply modules into its choices, so
-# after other tests imported more of them the same seeds drew 4 and 4 (seed 44) and 6 and 6
-# (seed 45). Hence at least 3 of each, not the counts of one process.
+# (ORA-20001). Seed 45: 6 late-LCR and 6 late-COMMIT error transactions; seed 44: 4 and 4 (the
+# same alone and in a full run since every lakeapply module is loaded before the first draw;
+# before that, a run of this file alone drew 10 and 5, 5 and 4). At least 3 of each.
 @pytest.mark.slow  # four ingest batches, one cycle each
 @pytest.mark.parametrize("seeded", [45, 44])
 def test_engine_matches_the_reference_when_commits_and_lcrs_land_late(
