@@ -132,6 +132,12 @@ def get_spark(
         "spark.sql.ansi.enabled": "true",
         "spark.databricks.delta.schema.autoMerge.enabled": "false",
         "spark.sql.sources.partitionOverwriteMode": "static",
+        # Tungsten's memory page: by default heap * 0.6 / cores / 16, rounded up to a power of
+        # two, capped at 64 MB: 64 MB here. A broadcast join builds its hash relation in whole
+        # pages, so each small table an apply cycle broadcasts held a 64 MB long[] in the
+        # driver's block store until the cleaner freed it after a GC: over a 100-cycle run ~2 GB
+        # of the 4g heap were such pages (JFR old-object samples), old gen 86-93 % full.
+        "spark.buffer.pageSize": "2m",
     }
     if settings.small_data:
         options |= SMALL_DATA_OPTIONS
