@@ -47,6 +47,7 @@ class CliContext:
     debug: bool = False
     catalog: str | None = None
     driver_memory: str = "4g"
+    small_data: bool = False
 
 
 def utc_timestamp() -> str:
@@ -202,7 +203,10 @@ def _spark(ctx: CliContext) -> Any:
     with progress_steps("starting Spark"):
         return get_spark(
             LocalSparkSettings(
-                ctx.warehouse, driver_memory=ctx.driver_memory, write_class_archive=True
+                ctx.warehouse,
+                driver_memory=ctx.driver_memory,
+                small_data=ctx.small_data,
+                write_class_archive=True,
             ),
             notify=log_line,
         )
@@ -404,6 +408,15 @@ def stream_options(function: Callable[..., Any]) -> Callable[..., Any]:
     "tables open). Env: LAKEAPPLY_DRIVER_MEMORY.",
 )
 @click.option(
+    "--small-data",
+    is_flag=True,
+    envvar="LAKEAPPLY_SMALL_DATA",
+    help="Spark's small-data profile for tiny tables (tests, demos): no generated code, no "
+    "adaptive re-planning, no Delta data skipping or checksum files. Each costs more than a "
+    "few hundred rows do; on real tables data skipping keeps a MERGE from reading the whole "
+    "table, so leave it off there. Env: LAKEAPPLY_SMALL_DATA=1.",
+)
+@click.option(
     "--debug",
     is_flag=True,
     envvar="LAKEAPPLY_DEBUG",
@@ -417,11 +430,12 @@ def main(
     catalog: str | None,
     wait_seconds: float,
     driver_memory: str,
+    small_data: bool,
     debug: bool,
 ) -> None:
     """lakeapply: Oracle Streams apply semantics for Delta Lake (landing -> bronze -> silver -> gold)."""
     ctx.obj = CliContext(
-        warehouse, catalog_prefix, wait_seconds, debug, catalog or None, driver_memory
+        warehouse, catalog_prefix, wait_seconds, debug, catalog or None, driver_memory, small_data
     )
 
 

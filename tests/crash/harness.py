@@ -397,7 +397,9 @@ class CrashDriver:
         started = time.monotonic()
         with out_path.open("wb") as out, err_path.open("wb") as err:
             process = subprocess.Popen(
-                [str(self.executable), "--warehouse", str(self.warehouse), *args],
+                # Small-data profile: the workloads are a few hundred LCRs, and every run is a
+                # cold JVM (where generated code and adaptive planning cost the most).
+                [str(self.executable), "--warehouse", str(self.warehouse), "--small-data", *args],
                 stdout=out,
                 stderr=err,
                 stdin=subprocess.DEVNULL,
