@@ -33,7 +33,7 @@ run: $(STAMP) ## Demo on the embedded default: generate LCRs -> bronze -> silver
 # applies restored).
 # 57.2 min for 826 tests on 2026-12-02 (the crash test's 12 SIGKILLs 19.7 min of it); 45.1 min
 # for 830 the same evening without Delta checksum files (three workers measured slower).
-# CI stopped it at 90 min on 2026-12-04 (95 % passed, none failed) on a machine ~1.7x slower.
+# CI stopped it at 90 min on 2026-12-04 (95 % passed, none failed) on a machine ~2x slower.
 .PHONY: test
 test: check ## Static checks + the test suite (what CI runs)
 	$(BIN)/pytest -q -n 2 --dist loadgroup -m "not slow and not soak" --durations=30
