@@ -127,7 +127,9 @@ def engine_outcomes_with_a_crash(
 def test_engine_matches_the_reference_on_workloads_that_carry_on_after_errors(
     spark: SparkSession, catalog: Catalog, tmp_path: Path
 ) -> None:
-    batch = sharing_one_apply(drawn(21, workloads(disable_on_error=False), seeded=1))
+    # 12 workloads (21 until 2026-12-04: CI ran out of time on a slow machine); make test-slow
+    # draws 300 and more.
+    batch = sharing_one_apply(drawn(12, workloads(disable_on_error=False), seeded=1))
     run_and_compare(spark, catalog, tmp_path, batch, batches=1)
     # The gold views of the final state: one dbt build over the test's databases.
     report = run_gold(spark, session_warehouse(spark), catalog.prefix)
@@ -149,8 +151,10 @@ def test_engine_matches_the_reference_across_cycles_with_a_crash_between_them(
 def test_engine_matches_the_reference_when_the_first_error_stops_the_apply(
     spark: SparkSession, catalog: Catalog, tmp_path: Path, batches: int
 ) -> None:
+    # The second draw of each seed: its first is 5 LCRs without an error (seed 4: 50 LCRs under
+    # DEPENDENT_TRANSACTIONS; seed 6: 18 under FULL).
     for number, workload in enumerate(
-        drawn(2, workloads(disable_on_error=True), seeded=3 + batches)
+        drawn(2, workloads(disable_on_error=True), seeded=3 + batches)[1:]
     ):
         actual = engine_outcomes(spark, catalog, [workload], tmp_path / f"w{number}", batches)
         compare(reference_outcome(workload, batches), actual[0], batches)
@@ -164,9 +168,9 @@ def test_engine_matches_the_reference_when_the_first_error_stops_the_apply(
 @pytest.mark.parametrize(
     ("seeded", "batches"),
     [
-        (11, 1),
+        pytest.param(11, 1, marks=pytest.mark.slow),  # make test: seed 29 alone (CI time)
         (29, 3),
-        (5, 1),
+        pytest.param(5, 1, marks=pytest.mark.slow),
     ],
 )
 def test_engine_matches_the_reference_when_a_dependent_abort_applies_independent_transactions(
