@@ -162,7 +162,14 @@ def test_re_running_ingest_adds_nothing(spark, catalog, landing: Path) -> None:
     assert bronze(spark, catalog) == (2, 1)
 
 
-@pytest.mark.parametrize("crash_after", ["plan", "lcr", "quarantine"])
+@pytest.mark.parametrize(
+    "crash_after",
+    [
+        pytest.param("plan", marks=pytest.mark.slow),  # make test: "lcr" alone (CI time)
+        "lcr",
+        pytest.param("quarantine", marks=pytest.mark.slow),
+    ],
+)
 def test_a_crash_between_writes_then_a_rerun_loses_and_duplicates_nothing(
     spark, catalog, landing: Path, crash_after: str
 ) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import contextlib
 
+import pytest
+
 from lakeapply.errors import ApplyAbortedError
 from lakeapply.gold.runner import run_gold, session_warehouse
 from lakeapply.silver.settings import CommitSerialization
@@ -14,6 +16,7 @@ A = table_definition("HR.A", {"ID": "NUMBER(10)", "V": "VARCHAR2(10)"}, primary_
 B = table_definition("HR.B", {"ID": "NUMBER(10)", "V": "VARCHAR2(10)"}, primary_key=["ID"])
 
 
+@pytest.mark.slow  # make test keeps the sample-dictionary gap test in test_gold.py (CI time)
 def test_gold_shows_the_gap_a_dependent_abort_leaves_between_the_watermarks(
     lakeapply: LakeapplyHarness,
 ) -> None:

@@ -5,7 +5,14 @@ from __future__ import annotations
 from importlib.metadata import version
 from pathlib import Path
 
-from lakeapply.runtime.session import _explain_startup_failure, delta_maven_coordinate
+import pytest
+
+from lakeapply.runtime.session import (
+    LocalSparkSettings,
+    _explain_startup_failure,
+    delta_maven_coordinate,
+    local_session_options,
+)
 
 
 def test_the_delta_jar_matches_the_installed_pyspark_and_delta_spark() -> None:
@@ -29,3 +36,18 @@ def test_the_spark_session_has_delta_and_a_metastore_under_the_warehouse(spark) 
     assert spark.conf.get("spark.sql.extensions") == "io.delta.sql.DeltaSparkSessionExtension"
     assert "metastore_db" in spark.conf.get("spark.hadoop.javax.jdo.option.ConnectionURL")
     assert spark.conf.get("spark.ui.enabled") == "false"
+
+
+@pytest.mark.parametrize(
+    ("small_data", "short_process", "client_compiler_only"),
+    [(True, True, True), (True, False, False), (False, True, False), (False, False, False)],
+)
+def test_only_a_short_process_on_small_data_runs_the_jvm_without_its_optimizing_compiler(
+    tmp_path: Path, small_data: bool, short_process: bool, client_compiler_only: bool
+) -> None:
+    settings = LocalSparkSettings(
+        tmp_path, small_data=small_data, write_class_archive=short_process
+    )
+    java_options = local_session_options(settings, tmp_path)["spark.driver.extraJavaOptions"]
+    assert java_options.startswith(f"-Dderby.system.home={tmp_path}")
+    assert ("-XX:TieredStopAtLevel=1" in java_options.split()) == client_compiler_only

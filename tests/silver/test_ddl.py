@@ -96,6 +96,7 @@ def test_rename_widen_and_drop_column_change_the_destination_and_later_lcrs_foll
     assert rows == [(1, 10.0, None), (2, 123456.5, "hello")]
 
 
+@pytest.mark.slow  # MODIFY end to end; make test keeps its unit tests below (CI time)
 def test_a_varchar2_holding_values_becomes_a_char_of_its_size_with_the_values_padded(
     spark: SparkSession, lakeapply: LakeapplyHarness
 ) -> None:
@@ -147,6 +148,7 @@ def test_renaming_makes_the_destination_follow_the_new_name_unless_it_is_taken(
     assert ['"name": "ACCOUNTS"' in v.definition_json for v in versions] == [True]
 
 
+@pytest.mark.slow  # MODIFY end to end; make test keeps its unit tests below (CI time)
 def test_modify_shortens_a_character_column_only_when_every_value_fits(
     spark: SparkSession, lakeapply: LakeapplyHarness
 ) -> None:
@@ -176,6 +178,7 @@ def test_modify_shortens_a_character_column_only_when_every_value_fits(
     assert '"VARCHAR2(5)"' in versions[0].definition_json
 
 
+@pytest.mark.slow  # MODIFY end to end; make test keeps its unit tests below (CI time)
 def test_a_type_change_or_a_smaller_precision_applies_only_to_an_empty_column(
     spark: SparkSession, lakeapply: LakeapplyHarness
 ) -> None:
@@ -294,6 +297,7 @@ def test_an_index_ddl_is_ignored_and_a_failing_ddl_goes_to_the_error_queue(
     assert lakeapply.error_queue().count() == 1
 
 
+@pytest.mark.slow  # MODIFY end to end; make test keeps its unit tests below (CI time)
 def test_the_dba_empties_a_column_then_execute_all_errors_applies_the_queued_modify_in_order(
     spark: SparkSession, lakeapply: LakeapplyHarness
 ) -> None:

@@ -161,7 +161,10 @@ def test_a_dropped_table_is_gone_and_a_later_insert_into_it_is_ora_00942(
     ]
 
 
-@pytest.mark.parametrize("crash_after", [DROP_RECORDED_CRASH_POINT, "merges"])
+@pytest.mark.parametrize(
+    "crash_after",
+    [DROP_RECORDED_CRASH_POINT, pytest.param("merges", marks=pytest.mark.slow)],  # CI time
+)
 def test_a_crash_during_a_drop_table_then_a_rerun_drops_it_once(
     spark: SparkSession, lakeapply: LakeapplyHarness, crash_after: str
 ) -> None:

@@ -291,6 +291,7 @@ def test_goldengate_files_land_whole_lines_and_apply_committed_transactions(
     }
 
 
+@pytest.mark.slow  # the GoldenGate end-to-end test stays in make test (CI time)
 def test_debezium_files_land_end_events_as_commits_and_apply_committed_transactions(
     spark: SparkSession, lakeapply: LakeapplyHarness
 ) -> None:
