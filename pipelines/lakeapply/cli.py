@@ -412,9 +412,10 @@ def stream_options(function: Callable[..., Any]) -> Callable[..., Any]:
     is_flag=True,
     envvar="LAKEAPPLY_SMALL_DATA",
     help="Spark's small-data profile for tiny tables (tests, demos): no generated code, no "
-    "adaptive re-planning, no Delta data skipping or checksum files. Each costs more than a "
-    "few hundred rows do; on real tables data skipping keeps a MERGE from reading the whole "
-    "table, so leave it off there. Env: LAKEAPPLY_SMALL_DATA=1.",
+    "adaptive re-planning, no Delta data skipping or checksum files, and a JVM that compiles "
+    "with its client compiler only. Each costs more than a few hundred rows do; on real "
+    "tables data skipping keeps a MERGE from reading the whole table, so leave it off there. "
+    "Env: LAKEAPPLY_SMALL_DATA=1.",
 )
 @click.option(
     "--debug",
