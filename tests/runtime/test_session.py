@@ -39,11 +39,20 @@ def test_the_spark_session_has_delta_and_a_metastore_under_the_warehouse(spark) 
 
 
 @pytest.mark.parametrize(
-    ("small_data", "short_process", "client_compiler_only"),
-    [(True, True, True), (True, False, False), (False, True, False), (False, False, False)],
+    ("small_data", "short_process", "client_compiler_only", "throughput_collector"),
+    [
+        (True, True, True, False),
+        (True, False, False, True),
+        (False, True, False, False),
+        (False, False, False, False),
+    ],
 )
-def test_only_a_short_process_on_small_data_runs_the_jvm_without_its_optimizing_compiler(
-    tmp_path: Path, small_data: bool, short_process: bool, client_compiler_only: bool
+def test_small_data_picks_the_client_compiler_for_a_short_process_and_parallel_gc_for_a_long_one(
+    tmp_path: Path,
+    small_data: bool,
+    short_process: bool,
+    client_compiler_only: bool,
+    throughput_collector: bool,
 ) -> None:
     settings = LocalSparkSettings(
         tmp_path, small_data=small_data, write_class_archive=short_process
@@ -51,3 +60,4 @@ def test_only_a_short_process_on_small_data_runs_the_jvm_without_its_optimizing_
     java_options = local_session_options(settings, tmp_path)["spark.driver.extraJavaOptions"]
     assert java_options.startswith(f"-Dderby.system.home={tmp_path}")
     assert ("-XX:TieredStopAtLevel=1" in java_options.split()) == client_compiler_only
+    assert ("-XX:+UseParallelGC" in java_options.split()) == throughput_collector

@@ -43,6 +43,11 @@ SMALL_DATA_OPTIONS = {
 # fresh warehouses, alternated, 81 and 66 s against 122 and 95 s (2026-12-04, loaded 2-core
 # machine). Not for long-lived sessions: three test files ran 1.6x slower with it (2026-12-02).
 SHORT_SMALL_DATA_PROCESS_JAVA_OPTIONS = " -XX:TieredStopAtLevel=1"
+# A long-lived session on small data (the tests', the testing kit's) runs many small queries on a
+# heap that stays small: the throughput collector spends less of the two cores than G1's
+# concurrent work. Two test files on two workers, alternated: 530 and 557 s against 561 and
+# 627 s (2026-12-04/05).
+LONG_SMALL_DATA_SESSION_JAVA_OPTIONS = " -XX:+UseParallelGC"
 
 
 @dataclass(frozen=True)
@@ -129,8 +134,11 @@ def local_session_options(settings: LocalSparkSettings, warehouse: Path) -> dict
     }
     if settings.small_data:
         options |= SMALL_DATA_OPTIONS
-        if settings.write_class_archive:  # a short process (see the field)
-            options["spark.driver.extraJavaOptions"] += SHORT_SMALL_DATA_PROCESS_JAVA_OPTIONS
+        options["spark.driver.extraJavaOptions"] += (
+            SHORT_SMALL_DATA_PROCESS_JAVA_OPTIONS
+            if settings.write_class_archive  # a short process (see the field)
+            else LONG_SMALL_DATA_SESSION_JAVA_OPTIONS
+        )
     return options
 
 
