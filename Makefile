@@ -36,7 +36,8 @@ run: $(STAMP) ## Demo on the embedded default: generate LCRs -> bronze -> silver
 # CI stopped it at 90 min on 2026-12-04 (95 % passed, none failed) on a machine ~2x slower,
 # and again that evening (86 %; the machine ~3-4x slower). Since then fewer differential
 # workloads and a few end-to-end tests whose rules other tests cover run in test-slow instead,
-# and short --small-data CLI processes (the crash test's) use the JVM's client compiler only.
+# short --small-data CLI processes (the crash test's) use the JVM's client compiler only, and
+# the tests' own sessions the throughput collector.
 .PHONY: test
 test: check ## Static checks + the test suite (what CI runs)
 	$(BIN)/pytest -q -n 2 --dist loadgroup -m "not slow and not soak" --durations=30
