@@ -3,14 +3,18 @@
 Each Delta commit costs a cycle a write and a log entry, so a cycle skips the ones that would
 change nothing: destination tables without changes, the error queue without errors, the spill
 when its content stays the same. Exactly once is kept by test_engine_restart.py; here, which
-tables get a commit.
+tables get a commit, and which tables a run creates.
 """
 
 from __future__ import annotations
 
+import pytest
 from delta.tables import DeltaTable
 
-from lakeapply.silver import dictionary
+from lakeapply.errors import ConfigurationError
+from lakeapply.gold import run_gold, session_warehouse
+from lakeapply.runtime.catalog import existing_tables
+from lakeapply.silver import admin, dictionary
 from lakeapply.testing import LakeapplyHarness, apply_settings, table_definition
 
 T = table_definition("HR.T", {"ID": "NUMBER(10)", "V": "VARCHAR2(10)"}, primary_key=["ID"])
@@ -81,3 +85,19 @@ def test_the_spill_is_written_when_a_transaction_stays_open_and_not_while_it_sta
     assert dictionary.SPILL not in commits(opened, still_open)
     assert [r.ID for r in apply.silver("HR.U").collect()] == [2]
     assert apply.silver("HR.T").count() == 0
+
+
+def test_an_apply_from_unpublished_settings_creates_no_settings_table_and_gold_adds_them(
+    lakeapply: LakeapplyHarness,
+) -> None:
+    apply = configured(lakeapply)
+    apply.run(apply.txn(scn=100).insert("HR.T", ID=1, V="a").commit(scn=101))
+    spark, catalog = apply.spark, apply.catalog
+    settings_tables = [catalog.apply_table(name) for name in dictionary.SETTINGS_TABLES]
+
+    assert existing_tables(spark, settings_tables) == set()
+    with pytest.raises(ConfigurationError, match="publish its settings first"):
+        admin.load_settings(spark, catalog, apply.apply_process.apply_name)
+
+    run_gold(spark, session_warehouse(spark), catalog.prefix, select=["+dba_apply_key_columns"])
+    assert existing_tables(spark, settings_tables) == set(settings_tables)

@@ -18,6 +18,7 @@ from lakeapply.bronze.tables import (
     quarantine_table_schema,
 )
 from lakeapply.silver import dictionary
+from lakeapply.silver.plan import ensure_dictionary_tables
 from lakeapply.testing import LakeapplyHarness, apply_settings, table_definition
 
 ACCOUNT = table_definition(
@@ -84,6 +85,7 @@ def test_dictionary_and_bronze_tables_open_with_delta_rs_with_their_not_null_col
 ) -> None:
     lakeapply.configure(apply_settings(ACCOUNT))
     lakeapply.run(lakeapply.txn().insert("BANK.ACCOUNT", ID=1, OWNER="Ann").commit())
+    ensure_dictionary_tables(spark, lakeapply.catalog)  # the settings tables: publishing makes them
     tables = {
         **{lakeapply.catalog.apply_table(n): s for n, s in dictionary.DICTIONARY_TABLES.items()},
         lakeapply.catalog.bronze_table(LCR_TABLE): lcr_table_schema(),

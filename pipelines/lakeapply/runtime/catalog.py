@@ -207,6 +207,18 @@ def ensure_delta_tables(spark: SparkSession, tables: Iterable[TableToCreate]) ->
     )
 
 
+def existing_tables(spark: SparkSession, qualified_names: Iterable[str]) -> set[str]:
+    """Which of ``qualified_names`` (as :meth:`Catalog.apply_table` and friends give them)
+    exist: one metastore listing per database."""
+    names = list(qualified_names)
+    listed = _listed_tables(spark, {split_qualified(name.lower())[:-1] for name in names})
+    return {
+        name
+        for name in names
+        if split_qualified(name.lower()) in listed or spark.catalog.tableExists(name)
+    }
+
+
 def _listed_tables(
     spark: SparkSession, databases: Iterable[tuple[str, ...]]
 ) -> set[tuple[str, ...]]:

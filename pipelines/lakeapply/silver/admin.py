@@ -28,7 +28,7 @@ from pyspark.sql import types as T
 from lakeapply.contract.identifiers import quote, validate_oracle_identifier
 from lakeapply.contract.table_definitions import TableDefinition, table_definition_from_dict
 from lakeapply.errors import ConfigurationError
-from lakeapply.runtime.catalog import Catalog
+from lakeapply.runtime.catalog import Catalog, existing_tables
 from lakeapply.runtime.concurrency import side_by_side
 from lakeapply.silver import dictionary, engine, plan
 from lakeapply.silver.config import (
@@ -39,10 +39,7 @@ from lakeapply.silver.config import (
 )
 from lakeapply.silver.error_queue import ErrorExecution
 from lakeapply.silver.keys import typed_value
-from lakeapply.silver.plan import (
-    ensure_apply_tables,
-    ensure_destination_tables,
-)
+from lakeapply.silver.plan import ensure_destination_tables, ensure_dictionary_tables
 from lakeapply.silver.rules import rule_condition_text
 from lakeapply.silver.settings import (
     ApplyRule,
@@ -417,8 +414,7 @@ def _publish(
 ) -> None:
     """Publish; with the ``previous`` (loaded) settings, only the dictionary tables that change."""
     validate_settings(settings)
-    if previous is None:
-        ensure_apply_tables(spark, catalog)
+    ensure_dictionary_tables(spark, catalog)
     wanted = _dictionary_rows(settings)
     if previous is None:
         # Unknown rows: replace every table that gets rows or already holds some of this apply
@@ -445,6 +441,8 @@ def _tables_holding_rows(
     spark: SparkSession, catalog: Catalog, apply_name: str, names: list[str]
 ) -> set[str]:
     """Which of the dictionary tables ``names`` hold a row of ``apply_name`` (one query)."""
+    existing = existing_tables(spark, [catalog.apply_table(name) for name in names])
+    names = [name for name in names if catalog.apply_table(name) in existing]
     if not names:
         return set()
     found: DataFrame | None = None
@@ -503,9 +501,6 @@ def load_settings(spark: SparkSession, catalog: Catalog, apply_name: str) -> App
     """The settings of ``apply_name`` as published; ConfigurationError when it does not exist."""
     name = _check_apply_name(apply_name)
     missing = _no_such_apply(catalog, name)
-    processes_table = catalog.apply_table(dictionary.APPLY_PROCESSES)
-    if not spark.catalog.tableExists(processes_table):
-        raise missing
     read = (
         dictionary.APPLY_PROCESSES,
         dictionary.PARAMETERS,
@@ -522,6 +517,11 @@ def load_settings(spark: SparkSession, catalog: Catalog, apply_name: str) -> App
         dictionary.INSTANTIATED_SCHEMAS,
         dictionary.INSTANTIATED_GLOBAL,
     )
+    existing = existing_tables(spark, [catalog.apply_table(table) for table in read])
+    if not {catalog.apply_table(t) for t in read} <= existing:
+        # Every publish creates them all; an apply run from unpublished settings (the testing
+        # kit's) creates only its cycle tables (dictionary.SETTINGS_TABLES).
+        raise missing
     # A dozen small reads, each a Spark job or two: side by side, not one after the other.
     fetched = dict(
         zip(

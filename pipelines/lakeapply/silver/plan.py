@@ -50,13 +50,26 @@ from lakeapply.silver.settings import ApplySettings, DestinationTable
 
 
 def ensure_apply_tables(spark: SparkSession, catalog: Catalog) -> None:
+    """The bronze tables and the dictionary tables every cycle reads or writes (the settings
+    tables are created when settings are published: ``ensure_dictionary_tables``)."""
+    _ensure_apply_database(spark, catalog, dictionary.CYCLE_TABLES)
+
+
+def ensure_dictionary_tables(spark: SparkSession, catalog: Catalog) -> None:
+    """The bronze tables and every dictionary table, the settings tables included."""
+    _ensure_apply_database(spark, catalog, dictionary.DICTIONARY_TABLES)
+
+
+def _ensure_apply_database(
+    spark: SparkSession, catalog: Catalog, tables: dict[str, T.StructType]
+) -> None:
     ensure_bronze_tables(spark, catalog)
     ensure_database(spark, catalog.database(catalog.apply))
     ensure_delta_tables(
         spark,
         [
             TableToCreate(catalog.apply_table(name), schema, keep_not_null=True)
-            for name, schema in dictionary.DICTIONARY_TABLES.items()
+            for name, schema in tables.items()
         ],
     )
 

@@ -319,8 +319,9 @@ class LakeapplyHarness:
         return self.settings
 
     def create_tables(self) -> None:
-        """Create the dictionary and destination tables now (an apply cycle does it anyway):
-        for a test that reads or loads a silver table before the first apply."""
+        """Create the dictionary tables an apply cycle writes and the destination tables now
+        (an apply cycle does it anyway): for a test that reads or loads a silver table before
+        the first apply."""
         ensure_apply_tables(self.spark, self.catalog)
         ensure_destination_tables(self.spark, self.catalog, self.apply_process)
 
