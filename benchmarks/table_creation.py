@@ -7,8 +7,9 @@ each time into new databases:
 * baseline: one after the other, each by writing an empty DataFrame (``saveAsTable``), which
   plans and runs a Spark job besides the Delta commit and the metastore entry (lakeapply's way
   until 2026-11-26);
-* current: :func:`lakeapply.silver.plan.ensure_apply_tables`, a ``CREATE TABLE`` with a column
-  list per table (a commit and a metastore entry, no job), several side by side.
+* current: :func:`lakeapply.silver.plan.ensure_dictionary_tables` (what a first publish
+  creates), a ``CREATE TABLE`` with a column list per table (a commit and a metastore entry,
+  no job), several side by side.
 
 Writes ``benchmarks/results/table-creation-<timestamp>.md`` and ``table-creation-latest.md``.
 
@@ -38,7 +39,7 @@ from lakeapply.bronze.tables import (
 from lakeapply.runtime.catalog import Catalog, ensure_database
 from lakeapply.runtime.session import LocalSparkSettings, get_spark
 from lakeapply.silver import dictionary
-from lakeapply.silver.plan import ensure_apply_tables
+from lakeapply.silver.plan import ensure_dictionary_tables
 
 
 def _one_by_one_with_empty_writes(spark: SparkSession, catalog: Catalog) -> int:
@@ -73,7 +74,7 @@ def main() -> None:
         count = _one_by_one_with_empty_writes(spark, Catalog(f"baseline{n}"))
         baseline = time.perf_counter() - started
         started = time.perf_counter()
-        ensure_apply_tables(spark, Catalog(f"current{n}"))
+        ensure_dictionary_tables(spark, Catalog(f"current{n}"))
         current = time.perf_counter() - started
         rows.append(
             f"| {n + 1} | {count} | {baseline:.1f} | {current:.1f} | {baseline / current:.1f}x |"
