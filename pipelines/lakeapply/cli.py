@@ -618,9 +618,11 @@ def _apply_settings(spark: Any, catalog: Any, apply_name: str | None) -> Any:
     from lakeapply.errors import ConfigurationError
     from lakeapply.silver import dictionary
     from lakeapply.silver.admin import load_settings
-    from lakeapply.silver.plan import ensure_apply_tables
+    from lakeapply.silver.plan import ensure_dictionary_tables
 
-    ensure_apply_tables(spark, catalog)
+    # Every dictionary table, the settings tables included: a standalone `dbt build` (the
+    # bundle's gold job) reads them all, and a warehouse of an older lakeapply gains new ones.
+    ensure_dictionary_tables(spark, catalog)
     if apply_name is None:
         names = [
             r.apply_name

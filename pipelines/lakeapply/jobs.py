@@ -25,7 +25,7 @@ from lakeapply.silver import dictionary
 from lakeapply.silver.admin import load_settings, publish_settings
 from lakeapply.silver.config import load_config
 from lakeapply.silver.engine import run_apply
-from lakeapply.silver.plan import ensure_apply_tables
+from lakeapply.silver.plan import ensure_dictionary_tables
 from lakeapply.silver.settings import ApplySettings
 from lakeapply.status import collect_status, render_status
 
@@ -107,7 +107,7 @@ def step_printer(console: Console, stage: str) -> Callable[[str], None]:
 
 def _configured(spark: SparkSession, catalog: Catalog, declared: ApplySettings) -> ApplySettings:
     """The dictionary's settings; lakeapply.yml seeds them the first time (admin changes stay)."""
-    ensure_apply_tables(spark, catalog)
+    ensure_dictionary_tables(spark, catalog)
     known = {
         r.apply_name for r in spark.table(catalog.apply_table(dictionary.APPLY_PROCESSES)).collect()
     }

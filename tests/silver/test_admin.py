@@ -13,7 +13,7 @@ from pyspark.sql import SparkSession
 from lakeapply.contract.table_definitions import SCHEMAS_DIR, table_definition_from_dict
 from lakeapply.errors import ConfigurationError
 from lakeapply.runtime.catalog import Catalog
-from lakeapply.silver import admin
+from lakeapply.silver import admin, dictionary
 from lakeapply.silver.config import load_config, transformation_to_dict
 from lakeapply.silver.cycle_state import apply_rows
 from lakeapply.silver.plan import apply_status, set_status
@@ -26,6 +26,7 @@ from lakeapply.silver.settings import (
     UpdateConflictHandler,
     ValueDependency,
 )
+from lakeapply.testing import unique_catalog_prefix
 
 # One worker runs the whole module under `pytest -n 2 --dist loadgroup`: its module-scoped
 # fixture is built once.
@@ -115,6 +116,21 @@ def test_loading_an_apply_process_that_does_not_exist_fails_naming_it(
     admin.publish_settings(spark, catalog, DEMO)
     with pytest.raises(ConfigurationError, match="'APPLY_NONE' does not exist"):
         admin.set_parameter(spark, catalog, "APPLY_NONE", "MAX_ERROR_PASSES", 3)
+
+
+def test_a_settings_table_an_older_lakeapply_did_not_have_reads_as_empty_until_written(
+    spark: SparkSession,
+) -> None:
+    """A warehouse of an older lakeapply lacks the settings tables added since (dropped here):
+    loading reads no row from it, and the next admin change creates it and writes its rows."""
+    catalog = Catalog(unique_catalog_prefix("admin_older"))  # its own: a table is dropped
+    admin.publish_settings(spark, catalog, DEMO)
+    spark.sql(f"DROP TABLE {catalog.apply_table(dictionary.VIRTUAL_DEPENDENCIES)}")
+
+    assert admin.load_settings(spark, catalog, DEMO.apply_name) == DEMO
+    admin.create_object_dependency(spark, catalog, DEMO.apply_name, "US03.STUDENT", "US03.COURSE")
+    dependencies = apply_rows(spark, catalog, dictionary.VIRTUAL_DEPENDENCIES, DEMO.apply_name)
+    assert dependencies.count() == 1
 
 
 def test_table_level_setters_change_what_load_settings_returns(

@@ -467,6 +467,10 @@ def _rows(spark: SparkSession, catalog: Catalog, name: str, apply_name: str) -> 
     return frame.where(F.col("apply_name") == apply_name).collect()
 
 
+def _no_rows() -> list[Row]:
+    return []
+
+
 def _parameter_value(apply_name: str, parameter: str, value: str | None) -> Any:
     """A parameter's value from its text; ConfigurationError naming it when invalid."""
     text = "" if value is None else str(value).strip().upper()
@@ -518,14 +522,23 @@ def load_settings(spark: SparkSession, catalog: Catalog, apply_name: str) -> App
         dictionary.INSTANTIATED_GLOBAL,
     )
     existing = existing_tables(spark, [catalog.apply_table(table) for table in read])
-    if not {catalog.apply_table(t) for t in read} <= existing:
-        # Every publish creates them all; an apply run from unpublished settings (the testing
-        # kit's) creates only its cycle tables (dictionary.SETTINGS_TABLES).
+    if catalog.apply_table(dictionary.APPLY_PROCESSES) not in existing:
         raise missing
+    # A settings table that does not exist holds no row: the first publish creates them all,
+    # and one an older lakeapply did not have yet is created by the next command that writes.
     # A dozen small reads, each a Spark job or two: side by side, not one after the other.
     fetched = dict(
         zip(
-            read, side_by_side([partial(_rows, spark, catalog, t, name) for t in read]), strict=True
+            read,
+            side_by_side(
+                [
+                    partial(_rows, spark, catalog, table, name)
+                    if catalog.apply_table(table) in existing
+                    else _no_rows
+                    for table in read
+                ]
+            ),
+            strict=True,
         )
     )
     processes = fetched[dictionary.APPLY_PROCESSES]

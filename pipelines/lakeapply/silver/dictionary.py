@@ -268,9 +268,10 @@ ERROR_MESSAGES_SCHEMA = T.StructType(
 )
 
 # The settings of the apply processes: written by publishing settings (`lakeapply configure`,
-# the admin API), which creates them; an apply run from settings that were never published (the
-# testing kit's, a test's) never reads them, and a reader of one that does not exist yet reads
-# no rows. Creating them with every apply database cost a test ~4 s of its ~40 (2026-12-05).
+# the admin API), which creates them, as do the commands a user runs (`lakeapply apply`,
+# `admin`, gold). An apply cycle never reads them (its settings are passed in), so one run from
+# settings that were never published (the testing kit's, a test's) does not create them: that
+# cost a test ~4 s of its ~40 (2026-12-05). A reader of one that does not exist reads no rows.
 SETTINGS_TABLES: dict[str, T.StructType] = {
     PARAMETERS: PARAMETERS_SCHEMA,
     DESTINATION_TABLES: DESTINATION_TABLES_SCHEMA,

@@ -192,7 +192,7 @@ def change_status(spark: SparkSession, catalog: Catalog, apply_name: str, status
     """START_APPLY / STOP_APPLY by name: the published apply's status row changes, its settings
     columns stay; False when no apply of that name is published. (An admin command needs no
     settings: loading them reads every dictionary table, ~20 s in a fresh process.)"""
-    ensure_apply_tables(spark, catalog)
+    ensure_dictionary_tables(spark, catalog)
     if apply_rows(spark, catalog, dictionary.APPLY_PROCESSES, apply_name).limit(1).count() == 0:
         return False
     changed = [
