@@ -61,3 +61,15 @@ def test_small_data_picks_the_client_compiler_for_a_short_process_and_parallel_g
     assert java_options.startswith(f"-Dderby.system.home={tmp_path}")
     assert ("-XX:TieredStopAtLevel=1" in java_options.split()) == client_compiler_only
     assert ("-XX:+UseParallelGC" in java_options.split()) == throughput_collector
+
+
+def test_the_local_session_keeps_only_the_last_few_queries_in_its_status_store(
+    tmp_path: Path,
+) -> None:
+    # The UI is off, yet Spark's status store keeps 1000 queries' plans by default: a
+    # long-running apply's heap grew with every cycle until it held them all.
+    options = local_session_options(LocalSparkSettings(tmp_path), tmp_path)
+    assert int(options["spark.sql.ui.retainedExecutions"]) <= 50
+    assert int(options["spark.ui.retainedJobs"]) <= 100
+    assert int(options["spark.ui.retainedStages"]) <= 100
+    assert int(options["spark.ui.retainedTasks"]) <= 10_000

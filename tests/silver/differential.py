@@ -478,12 +478,19 @@ def read_outcome(
     sources = set(process.source_databases)
     apply = F.col("apply_name") == apply_name
     mine = F.col("source_database").isin(sorted(sources))
-    queue = spark.table(catalog.apply_table(dictionary.ERROR_QUEUE)).where(apply & mine).collect()
+    if spark.catalog.tableExists(catalog.apply_table(dictionary.ERROR_QUEUE)):
+        queue = (
+            spark.table(catalog.apply_table(dictionary.ERROR_QUEUE)).where(apply & mine).collect()
+        )
+    else:  # the first error creates the error queue
+        queue = []
     transaction_of = {r.local_transaction_id: r for r in queue}
     messages = (
         spark.table(catalog.apply_table(dictionary.ERROR_MESSAGES))
         .where(apply & F.col("local_transaction_id").isin(sorted(transaction_of) or [""]))
         .collect()
+        if queue
+        else []
     )
     transactions = spark.table(catalog.apply_table(dictionary.TRANSACTIONS)).where(apply & mine)
     progress = {

@@ -24,8 +24,6 @@ APPLY_TABLES = (
     dictionary.PROGRESS,
     dictionary.TRANSACTIONS,
     dictionary.SPILL,
-    dictionary.ERROR_QUEUE,
-    dictionary.ERROR_MESSAGES,
 )
 
 
@@ -60,14 +58,42 @@ def test_a_clean_cycle_commits_only_its_plan_the_changed_table_outcomes_and_prog
 
     apply.run(apply.txn(scn=100).insert("HR.T", ID=1, V="a").commit(scn=101))
 
-    # HR.U (no change), the spill (empty before and after) and the error queue (no error)
-    # get no commit.
+    # HR.U (no change) and the spill (empty before and after) get no commit; the error queue
+    # (no error) does not even exist.
     assert commits(before, versions(apply)) == {
         dictionary.CYCLES: 2,  # PLANNED, then COMMITTED
         dictionary.PROGRESS: 1,
         dictionary.TRANSACTIONS: 1,
         "HR.T": 1,
     }
+    assert existing_tables(apply.spark, error_tables(apply)) == set()
+
+
+def error_tables(lakeapply: LakeapplyHarness) -> list[str]:
+    return [lakeapply.catalog.apply_table(name) for name in dictionary.ERROR_TABLES]
+
+
+def test_the_first_error_transaction_creates_the_error_queue_and_a_clean_cycle_leaves_it_alone(
+    lakeapply: LakeapplyHarness,
+) -> None:
+    apply = configured(lakeapply)
+    assert apply.error_queue().count() == 0  # read before it exists: no rows
+    apply.run(apply.txn(scn=100).insert("HR.T", ID=1, V="a").commit(scn=101))
+    apply.run(apply.txn(scn=110).insert("HR.T", ID=1, V="b").commit(scn=111))  # ORA-00001
+    created = versions(apply) | {
+        name: int(DeltaTable.forName(apply.spark, table).history(1).collect()[0]["version"])
+        for name, table in zip(dictionary.ERROR_TABLES, error_tables(apply), strict=True)
+    }
+
+    apply.run(apply.txn(scn=120).insert("HR.U", ID=2, V="c").commit(scn=121))
+
+    assert [r.error_number for r in apply.error_queue().collect()] == [1]
+    assert apply.error_messages().count() == 1
+    after = versions(apply) | {
+        name: int(DeltaTable.forName(apply.spark, table).history(1).collect()[0]["version"])
+        for name, table in zip(dictionary.ERROR_TABLES, error_tables(apply), strict=True)
+    }
+    assert not set(commits(created, after)) & set(dictionary.ERROR_TABLES)
 
 
 def test_the_spill_is_written_when_a_transaction_stays_open_and_not_while_it_stays_the_same(

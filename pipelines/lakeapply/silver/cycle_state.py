@@ -22,6 +22,7 @@ from pyspark.sql import types as T
 
 from lakeapply.contract.identifiers import quote
 from lakeapply.runtime.catalog import Catalog
+from lakeapply.silver import dictionary
 from lakeapply.silver.fold import Position
 from lakeapply.silver.keys import KeyBounds
 from lakeapply.silver.late import LateInput
@@ -110,6 +111,13 @@ class CyclePlan:
 
 def apply_rows(spark: SparkSession, catalog: Catalog, name: str, apply_name: str) -> DataFrame:
     return spark.table(catalog.apply_table(name)).where(F.col("apply_name") == apply_name)
+
+
+def error_rows(spark: SparkSession, catalog: Catalog, name: str, apply_name: str) -> DataFrame:
+    """``apply_rows`` of an error-queue table: none before the first error created it."""
+    if spark.catalog.tableExists(catalog.apply_table(name)):
+        return apply_rows(spark, catalog, name, apply_name)
+    return spark.createDataFrame([], dictionary.ERROR_TABLES[name])
 
 
 @dataclass(frozen=True)

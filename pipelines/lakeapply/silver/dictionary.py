@@ -296,7 +296,12 @@ CYCLE_TABLES: dict[str, T.StructType] = {
     ROLLED_BACK: ROLLED_BACK_SCHEMA,
     TABLE_VERSIONS: TABLE_VERSIONS_SCHEMA,
     SPILL: SPILL_SCHEMA,
+}
+# The error queue: created by the first cycle that queues an error transaction (and, like the
+# settings tables, by the commands a user runs), so an apply without errors never pays for
+# them. A reader of one that does not exist reads no rows (``cycle_state.error_rows``).
+ERROR_TABLES: dict[str, T.StructType] = {
     ERROR_QUEUE: ERROR_QUEUE_SCHEMA,
     ERROR_MESSAGES: ERROR_MESSAGES_SCHEMA,
 }
-DICTIONARY_TABLES: dict[str, T.StructType] = {**CYCLE_TABLES, **SETTINGS_TABLES}
+DICTIONARY_TABLES: dict[str, T.StructType] = {**CYCLE_TABLES, **ERROR_TABLES, **SETTINGS_TABLES}

@@ -62,9 +62,10 @@ from lakeapply.silver.error_queue import (
 from lakeapply.silver.fold_passes import fold_passes
 from lakeapply.silver.plan import (
     apply_status,
+    create_destination_tables,
     destination_versions,
     ensure_apply_tables,
-    ensure_destination_tables,
+    latest_settings,
     plan_cycle,
     record_an_unrecorded_abort,
     record_plan,
@@ -86,7 +87,8 @@ def apply_cycle(
 ) -> CycleReport | None:
     """Run one apply cycle (see the module docstring); None when there is nothing to apply."""
     ensure_apply_tables(spark, catalog)
-    ensure_destination_tables(spark, catalog, settings)
+    latest = latest_settings(spark, catalog, settings)
+    create_destination_tables(spark, catalog, latest)
     if settings.disable_on_error:
         record_an_unrecorded_abort(spark, catalog, settings)
     status_now = apply_status(spark, catalog, settings.apply_name)
@@ -96,14 +98,16 @@ def apply_cycle(
             f"{status_now}: fix the cause, then start it "
             "(lakeapply admin start-apply)"
         )
-    planned = plan_cycle(spark, catalog, settings)
+    planned = plan_cycle(spark, catalog, settings, latest)
     if planned is None:
         return None
     plan, resumed = planned
     if plan.execute_errors:  # an EXECUTE_ERROR cycle that did not finish: finish it first
         execute_cycle(spark, catalog, settings, plan, progress, crash_after)
         return _execution_report(settings.apply_name, plan)
-    return bronze_cycle(spark, catalog, settings, plan, resumed, progress, crash_after)
+    # A resumed cycle applies under the versions it saw when planned; a new one under the latest.
+    versioned = versioned_settings(spark, catalog, settings, plan.cycle_id) if resumed else latest
+    return bronze_cycle(spark, catalog, versioned, plan, resumed, progress, crash_after)
 
 
 def bronze_cycle(
@@ -115,8 +119,8 @@ def bronze_cycle(
     progress: Progress,
     crash_after: str | None,
 ) -> CycleReport:
-    """One cycle over new bronze batches and the spill, from its recorded plan."""
-    settings = versioned_settings(spark, catalog, settings, plan.cycle_id)
+    """One cycle over new bronze batches and the spill, from its recorded plan, under
+    ``settings`` as versioned for it (``versioned_settings``)."""
     cycle = Cycle(spark, catalog, settings, plan, progress, crash_after)
     cycle.crash_point("plan", "after plan")
     batches = (
@@ -222,7 +226,8 @@ def _finish_unfinished(
         return execute_cycle(spark, catalog, settings, unfinished, progress)
     if not execute_only:
         # A bronze cycle is finished whatever the status: it was planned while enabled.
-        bronze_cycle(spark, catalog, settings, unfinished, True, progress, None)
+        versioned = versioned_settings(spark, catalog, settings, unfinished.cycle_id)
+        bronze_cycle(spark, catalog, versioned, unfinished, True, progress, None)
     return []
 
 
@@ -246,7 +251,7 @@ def execute_errors(
     process's status does not matter (an ABORTED apply is the usual case) and is not changed.
     """
     ensure_apply_tables(spark, catalog)
-    ensure_destination_tables(spark, catalog, settings)
+    create_destination_tables(spark, catalog, latest_settings(spark, catalog, settings))
     if settings.disable_on_error:
         record_an_unrecorded_abort(spark, catalog, settings)
     results = _finish_unfinished(spark, catalog, settings, progress)
@@ -268,7 +273,7 @@ def execute_errors(
             from_batch,
             from_batch,  # reads no bronze: the next bronze cycle starts where the last one ended
             latest_version(spark, catalog.apply_table(dictionary.SPILL)),
-            destination_versions(spark, catalog, settings),
+            destination_versions(spark, catalog, latest_settings(spark, catalog, settings)),
             execute_errors=tuple(next_execution(wanted, ddl)),
             error_queue_versions={
                 name: latest_version(spark, catalog.apply_table(name))

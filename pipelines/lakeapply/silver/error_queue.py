@@ -26,8 +26,8 @@ from lakeapply.silver.cycle_state import (
     Cycle,
     CycleInput,
     FoldOutcome,
-    apply_rows,
     at_or_before,
+    error_rows,
     materialize,
 )
 from lakeapply.silver.rules import routing_frame
@@ -53,7 +53,7 @@ def queued_in_commit_order(
 ) -> list[str]:
     """Local transaction ids of the error queue (all, or those of ``wanted`` that are there),
     in commit-SCN order."""
-    queue = apply_rows(spark, catalog, dictionary.ERROR_QUEUE, apply_name)
+    queue = error_rows(spark, catalog, dictionary.ERROR_QUEUE, apply_name)
     if wanted is not None:
         queue = queue.where(F.col("local_transaction_id").isin(*wanted))
     rows = (
@@ -73,7 +73,7 @@ def queued_ddl_transactions(
     if not wanted:
         return frozenset()
     rows = (
-        apply_rows(spark, catalog, dictionary.ERROR_MESSAGES, apply_name)
+        error_rows(spark, catalog, dictionary.ERROR_MESSAGES, apply_name)
         .where((F.col("lcr_kind") == "DDL") & F.col("local_transaction_id").isin(*wanted))
         .select("local_transaction_id")
         .distinct()

@@ -40,6 +40,7 @@ from lakeapply.silver.cycle_state import (
     CyclePlan,
     append_rows,
     apply_rows,
+    error_rows,
     latest_version,
 )
 from lakeapply.silver.ddl import (
@@ -50,9 +51,21 @@ from lakeapply.silver.settings import ApplySettings, DestinationTable
 
 
 def ensure_apply_tables(spark: SparkSession, catalog: Catalog) -> None:
-    """The bronze tables and the dictionary tables every cycle reads or writes (the settings
-    tables are created when settings are published: ``ensure_dictionary_tables``)."""
+    """The bronze tables and the dictionary tables every cycle reads or writes (the error
+    tables are created by the first error: ``ensure_error_tables``; the settings tables when
+    settings are published: ``ensure_dictionary_tables``)."""
     _ensure_apply_database(spark, catalog, dictionary.CYCLE_TABLES)
+
+
+def ensure_error_tables(spark: SparkSession, catalog: Catalog) -> None:
+    """The error queue's tables (DBA_APPLY_ERROR and its messages), before the first error."""
+    ensure_delta_tables(
+        spark,
+        [
+            TableToCreate(catalog.apply_table(name), schema, keep_not_null=True)
+            for name, schema in dictionary.ERROR_TABLES.items()
+        ],
+    )
 
 
 def ensure_dictionary_tables(spark: SparkSession, catalog: Catalog) -> None:
@@ -80,6 +93,11 @@ def ensure_destination_tables(
     """Create every destination table from its definition (instantiation without a copy).
     A table a DROP TABLE DDL dropped stays dropped: a recorded drop counts even when its cycle
     has not committed yet (that cycle, resumed, finishes the drop)."""
+    create_destination_tables(spark, catalog, latest_settings(spark, catalog, settings))
+
+
+def create_destination_tables(spark: SparkSession, catalog: Catalog, latest: ApplySettings) -> None:
+    """``ensure_destination_tables`` for settings ``latest_settings`` already resolved."""
     ensure_database(spark, catalog.database(catalog.silver))
     ensure_delta_tables(
         spark,
@@ -89,7 +107,7 @@ def ensure_destination_tables(
                 table.definition.spark_schema(),
                 keep_not_null=True,
             )
-            for table in latest_settings(spark, catalog, settings).tables
+            for table in latest.tables
             if not table.dropped  # a dropped table is never created again from lakeapply.yml
         ],
     )
@@ -163,7 +181,7 @@ def record_an_unrecorded_abort(
     ):
         return  # recorded, or started again after that cycle
     error = (
-        apply_rows(spark, catalog, dictionary.ERROR_QUEUE, name)
+        error_rows(spark, catalog, dictionary.ERROR_QUEUE, name)
         .where(F.col("cycle_id") == last.cycle_id)
         .orderBy("source_commit_scn", "source_database", "source_transaction_id")
         .first()
@@ -236,9 +254,10 @@ def recorded_cycles(
 
 
 def destination_versions(
-    spark: SparkSession, catalog: Catalog, settings: ApplySettings
+    spark: SparkSession, catalog: Catalog, latest: ApplySettings
 ) -> dict[str, int]:
-    tables = latest_settings(spark, catalog, settings).tables
+    """Each existing destination table's Delta version, for ``latest_settings``."""
+    tables = latest.tables
     silver_tables = sorted({table.silver_table for table in tables if not table.dropped})
     # Metadata reads only (driver side), one per table: concurrent, so 50 tables cost ~ one.
     with ThreadPoolExecutor(max_workers=8) as pool:
@@ -279,8 +298,11 @@ def record_plan(
 
 
 def plan_cycle(
-    spark: SparkSession, catalog: Catalog, settings: ApplySettings
+    spark: SparkSession, catalog: Catalog, settings: ApplySettings, latest: ApplySettings
 ) -> tuple[CyclePlan, bool] | None:
+    """The unfinished cycle's recorded plan (resumed: True), else a new plan recorded now,
+    else None when nothing is new. ``latest`` is ``latest_settings``: a new cycle applies
+    under it (every table version recorded so far belongs to a committed cycle)."""
     last, unfinished, from_batch = recorded_cycles(spark, catalog, settings)
     if unfinished is not None:
         return unfinished, True
@@ -303,7 +325,7 @@ def plan_cycle(
         from_batch,
         to_batch,
         latest_version(spark, catalog.apply_table(dictionary.SPILL)),
-        destination_versions(spark, catalog, settings),
+        destination_versions(spark, catalog, latest),
         int(newest),
     )
     record_plan(spark, catalog, settings, plan)

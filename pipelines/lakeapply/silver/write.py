@@ -37,6 +37,7 @@ from lakeapply.silver.cycle_state import (
 )
 from lakeapply.silver.keys import KeyBounds, null_safe_key_match, typed_value
 from lakeapply.silver.late import late_lcr_errors
+from lakeapply.silver.plan import ensure_error_tables
 from lakeapply.silver.rules import passes_rules
 from lakeapply.silver.settings import DestinationTable
 from lakeapply.silver.transactions import TRANSACTION_KEY
@@ -228,6 +229,7 @@ def _queue_errors(
                 ),
             )
         )
+        ensure_error_tables(cycle.spark, cycle.catalog)
         append_errors(
             cycle.catalog,
             cycle.apply_name,

@@ -530,6 +530,10 @@ class LakeapplyHarness:
         return self.spark.createDataFrame(values, schema)
 
     def _apply_table(self, name: str) -> DataFrame:
+        if name in dictionary.ERROR_TABLES and not self.spark.catalog.tableExists(
+            self.catalog.apply_table(name)
+        ):  # created by the first error
+            return self.spark.createDataFrame([], dictionary.ERROR_TABLES[name])
         frame = self.spark.table(self.catalog.apply_table(name))
         if self.settings is not None:
             frame = frame.where(F.col("apply_name") == self.settings.apply_name)
