@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -12,9 +13,33 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
+# What a checkout may hold besides its sources (environments, caches, build output, local runs).
+NOT_SOURCES = shutil.ignore_patterns(
+    ".git",
+    ".venv",
+    "build",
+    "dist",
+    "*.egg-info",
+    "__pycache__",
+    ".*_cache",
+    "warehouse",
+    "landing",
+    "metastore_db",
+    "spark-warehouse",
+    "target",
+    "logs",
+    "dbt_packages",
+)
+
+
 @pytest.fixture(scope="session")
 def built_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """``pip wheel --no-deps`` of the repository: what the bundle's artifact build makes."""
+    """``pip wheel --no-deps`` of the repository: what the bundle's artifact build makes.
+    Built from a copy of the sources: setuptools builds in the source tree's ``build`` folder,
+    and the other worker's tests write into the checkout meanwhile (dbt's target and logs
+    folders), which once made the build fail copying a file (2026-12-05)."""
+    sources = tmp_path_factory.mktemp("sources") / "lakeapply"
+    shutil.copytree(REPO, sources, ignore=NOT_SOURCES)
     out = tmp_path_factory.mktemp("dist")
     subprocess.run(
         [
@@ -26,9 +51,9 @@ def built_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "--quiet",
             "--wheel-dir",
             str(out),
-            str(REPO),
+            str(sources),
         ],
-        cwd=REPO,
+        cwd=sources,
         check=True,
         timeout=300,
     )
