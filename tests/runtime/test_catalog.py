@@ -66,33 +66,6 @@ def test_ensuring_tables_again_creates_only_the_one_dropped_meanwhile(
     assert spark.table(catalog.silver_table("dropped")).schema == schema
 
 
-def test_a_table_created_to_compact_small_files_bin_packs_them_after_enough_appends(
-    spark: SparkSession, catalog: Catalog
-) -> None:
-    ensure_database(spark, catalog.apply)
-    log = catalog.apply_table("appended_often")
-    schema = T.StructType([T.StructField("N", T.LongType(), False)])
-    ensure_delta_tables(spark, [TableToCreate(log, schema, compact_small_files=True)])
-    key = "spark.databricks.delta.autoCompact.minNumFiles"
-    before = spark.conf.get(key, None)
-    spark.conf.set(key, "4")  # 50 by default: a cycle or two of files each
-    try:
-        for n in range(5):
-            spark.createDataFrame([(n,)], schema).write.format("delta").mode("append").saveAsTable(
-                log
-            )
-    finally:
-        if before is None:
-            spark.conf.unset(key)
-        else:
-            spark.conf.set(key, before)
-
-    detail = spark.sql(f"DESCRIBE DETAIL {log}").collect()[0]
-    assert detail["properties"]["delta.autoOptimize.autoCompact"] == "true"
-    assert detail["numFiles"] < 5
-    assert sorted(r.N for r in spark.table(log).collect()) == [0, 1, 2, 3, 4]
-
-
 def test_tables_in_a_database_that_does_not_exist_fail_with_the_metastore_error(
     spark: SparkSession, catalog: Catalog
 ) -> None:

@@ -159,9 +159,7 @@ def ensure_bronze_tables(spark: SparkSession, catalog: Catalog) -> None:
                 quarantine_table_schema(),
                 keep_not_null=True,
             ),
-            TableToCreate(
-                log_table, ingest_log_table_schema(), keep_not_null=True, compact_small_files=True
-            ),
+            TableToCreate(log_table, ingest_log_table_schema(), keep_not_null=True),
         ],
     )
     _add_missing_columns(spark, log_table, ingest_log_table_schema())

@@ -94,11 +94,6 @@ COLUMN_MAPPING_OPTIONS = {
     "delta.minReaderVersion": "2",
     "delta.minWriterVersion": "5",
 }
-# Delta's auto compaction: after a write that leaves a table with enough small files
-# (spark.databricks.delta.autoCompact.minNumFiles, 50 by default), the writer bin-packs them.
-# The bookkeeping tables get a file or two per cycle and are read whole every cycle: without it
-# a read of 400 one-row files took 1.9 s against 0.46 s once compacted (2026-12-05).
-AUTO_COMPACT_OPTIONS = {"delta.autoOptimize.autoCompact": "true"}
 
 # A committed Delta version: a commit file, a checkpoint or a compacted commit range.
 _COMMITTED = re.compile(r"^\d{20}\.(json|checkpoint(\.\d+\.\d+)?(\.[0-9a-f-]+)?\.(parquet|json))$")
@@ -138,7 +133,6 @@ def ensure_delta_table(
     schema: T.StructType,
     comment: str = "",
     keep_not_null: bool = False,
-    compact_small_files: bool = False,
 ) -> None:
     """Create an empty Delta table with ``schema`` unless it exists.
 
@@ -152,9 +146,6 @@ def ensure_delta_table(
     ``keep_not_null``: the schema's NOT NULL columns are NOT NULL in the Delta table (a
     DataFrame write would make every column nullable), so readers outside Spark (delta-rs,
     DuckDB) see them and Delta rejects a NULL written into one.
-
-    ``compact_small_files``: Delta's auto compaction (``AUTO_COMPACT_OPTIONS``), for tables
-    that get small appends often and are read whole (the dictionary, bronze's ingest log).
     """
     if spark.catalog.tableExists(qualified_name):
         return
@@ -165,17 +156,14 @@ def ensure_delta_table(
     # would also plan and run a Spark job (about twice the time, measured). SQL rather than
     # DeltaTable's builder, whose table-name parser takes no three-part name.
     columns = (schema if keep_not_null else _nullable(schema)).toDDL()
-    options = (COLUMN_MAPPING_OPTIONS if schema_needs_column_mapping(schema) else {}) | (
-        AUTO_COMPACT_OPTIONS if compact_small_files else {}
-    )
     properties = (
         " TBLPROPERTIES ("
         + ", ".join(
             f"{sql_string_literal(key)} = {sql_string_literal(value)}"
-            for key, value in options.items()
+            for key, value in COLUMN_MAPPING_OPTIONS.items()
         )
         + ")"
-        if options
+        if schema_needs_column_mapping(schema)
         else ""
     )
     spark.sql(
@@ -192,7 +180,6 @@ class TableToCreate:
     schema: T.StructType
     comment: str = ""
     keep_not_null: bool = False
-    compact_small_files: bool = False
 
 
 def ensure_delta_tables(spark: SparkSession, tables: Iterable[TableToCreate]) -> None:
@@ -213,7 +200,6 @@ def ensure_delta_tables(spark: SparkSession, tables: Iterable[TableToCreate]) ->
                 table.schema,
                 table.comment,
                 table.keep_not_null,
-                table.compact_small_files,
             )
             for name, table in first.items()
             if split_qualified(name) not in listed

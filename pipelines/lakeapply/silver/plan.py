@@ -62,9 +62,7 @@ def ensure_error_tables(spark: SparkSession, catalog: Catalog) -> None:
     ensure_delta_tables(
         spark,
         [
-            TableToCreate(
-                catalog.apply_table(name), schema, keep_not_null=True, compact_small_files=True
-            )
+            TableToCreate(catalog.apply_table(name), schema, keep_not_null=True)
             for name, schema in dictionary.ERROR_TABLES.items()
         ],
     )
@@ -83,9 +81,7 @@ def _ensure_apply_database(
     ensure_delta_tables(
         spark,
         [
-            TableToCreate(
-                catalog.apply_table(name), schema, keep_not_null=True, compact_small_files=True
-            )
+            TableToCreate(catalog.apply_table(name), schema, keep_not_null=True)
             for name, schema in tables.items()
         ],
     )
