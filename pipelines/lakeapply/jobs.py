@@ -107,10 +107,9 @@ def step_printer(console: Console, stage: str) -> Callable[[str], None]:
 
 def _configured(spark: SparkSession, catalog: Catalog, declared: ApplySettings) -> ApplySettings:
     """The dictionary's settings; lakeapply.yml seeds them the first time (admin changes stay)."""
-    ensure_dictionary_tables(spark, catalog)
-    known = {
-        r.apply_name for r in spark.table(catalog.apply_table(dictionary.APPLY_PROCESSES)).collect()
-    }
+    processes = catalog.apply_table(dictionary.APPLY_PROCESSES)
+    fresh = processes in ensure_dictionary_tables(spark, catalog)
+    known = set() if fresh else {r.apply_name for r in spark.table(processes).collect()}
     if declared.apply_name not in known:
         publish_settings(spark, catalog, declared)
     return load_settings(spark, catalog, declared.apply_name)

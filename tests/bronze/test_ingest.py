@@ -162,6 +162,22 @@ def test_re_running_ingest_adds_nothing(spark, catalog, landing: Path) -> None:
     assert bronze(spark, catalog) == (2, 1)
 
 
+def test_every_few_batches_the_ingest_log_is_compacted(
+    spark, catalog, landing: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("lakeapply.runtime.catalog.BOOKKEEPING_COMPACTION_INTERVAL", 2)
+    log = catalog.bronze_table("ingest_log")
+    for batch, name in enumerate(["a", "b"], start=1):
+        (landing / f"{name}.jsonl").write_text(line(INSERT) + line(COMMIT))
+        assert ingest(spark, catalog, landing).batch_id == batch
+
+    # Batch 1 left its PLANNED and COMMITTED rows in two files; batch 2 (due) compacted all four.
+    [detail] = spark.sql(f"DESCRIBE DETAIL {log}").collect()
+    assert detail.numFiles == 1
+    phases = sorted(tuple(r) for r in spark.table(log).groupBy("phase").count().collect())
+    assert phases == [("COMMITTED", 2), ("PLANNED", 2)]
+
+
 @pytest.mark.parametrize(
     "crash_after",
     [

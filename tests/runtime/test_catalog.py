@@ -15,9 +15,12 @@ from pyspark.sql import types as T
 from lakeapply.cli import CliContext, _catalog, main
 from lakeapply.errors import InvalidIdentifierError
 from lakeapply.runtime.catalog import (
+    BOOKKEEPING_COMPACTION_INTERVAL,
     Catalog,
     TableLocationError,
     TableToCreate,
+    compact_small_files,
+    compaction_due,
     ensure_database,
     ensure_delta_table,
     ensure_delta_tables,
@@ -48,22 +51,46 @@ def test_tables_created_side_by_side_include_one_named_twice_created_once(
     assert spark.table(catalog.silver_table("alone")).schema == second
 
 
-def test_ensuring_tables_again_creates_only_the_one_dropped_meanwhile(
+def test_ensuring_tables_again_creates_only_the_one_dropped_meanwhile_and_says_so(
     spark: SparkSession, catalog: Catalog
 ) -> None:
     ensure_database(spark, catalog.silver)
     schema = T.StructType([T.StructField("ID", T.LongType())])
     tables = [TableToCreate(catalog.silver_table(name), schema) for name in ("kept", "dropped")]
-    ensure_delta_tables(spark, tables)
+    assert ensure_delta_tables(spark, tables) == {t.qualified_name for t in tables}
     spark.createDataFrame([(1,)], schema).write.format("delta").mode("append").saveAsTable(
         catalog.silver_table("kept")
     )
     spark.sql(f"DROP TABLE {catalog.silver_table('dropped')}")
 
-    ensure_delta_tables(spark, tables)
+    # The names of the tables created (callers skip reading those: they are empty).
+    assert ensure_delta_tables(spark, tables) == {catalog.silver_table("dropped")}
 
     assert spark.table(catalog.silver_table("kept")).count() == 1  # not created again
     assert spark.table(catalog.silver_table("dropped")).schema == schema
+
+
+def test_compaction_bin_packs_a_tables_small_files_keeps_its_rows_and_skips_missing_tables(
+    spark: SparkSession, catalog: Catalog
+) -> None:
+    ensure_database(spark, catalog.silver)
+    schema = T.StructType([T.StructField("ID", T.LongType())])
+    table, missing = catalog.silver_table("appended"), catalog.silver_table("missing")
+    ensure_delta_table(spark, table, schema)
+    for row in range(3):
+        spark.createDataFrame([(row,)], schema).write.format("delta").mode("append").saveAsTable(
+            table
+        )
+
+    assert compact_small_files(spark, [missing, table]) == [table]
+
+    assert spark.sql(f"DESCRIBE DETAIL {table}").collect()[0].numFiles == 1
+    assert sorted(r.ID for r in spark.table(table).collect()) == [0, 1, 2]
+
+
+def test_compaction_is_due_every_interval_cycles_not_at_zero() -> None:
+    due = [n for n in range(0, 3 * BOOKKEEPING_COMPACTION_INTERVAL + 1) if compaction_due(n)]
+    assert due == [BOOKKEEPING_COMPACTION_INTERVAL * k for k in (1, 2, 3)]
 
 
 def test_tables_in_a_database_that_does_not_exist_fail_with_the_metastore_error(

@@ -127,3 +127,18 @@ def test_an_apply_from_unpublished_settings_creates_no_settings_table_and_gold_a
 
     run_gold(spark, session_warehouse(spark), catalog.prefix, select=["+dba_apply_key_columns"])
     assert existing_tables(spark, settings_tables) == set(settings_tables)
+
+
+def test_every_few_cycles_the_tables_cycles_append_to_are_compacted(
+    lakeapply: LakeapplyHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    apply = configured(lakeapply)
+    monkeypatch.setattr("lakeapply.runtime.catalog.BOOKKEEPING_COMPACTION_INTERVAL", 1)
+
+    apply.run(apply.txn(scn=100).insert("HR.T", ID=1, V="a").commit(scn=101))
+
+    # Cycle 1 is due: its PLANNED and COMMITTED rows, two appends, end up in one file.
+    cycles = apply.catalog.apply_table(dictionary.CYCLES)
+    assert apply.spark.sql(f"DESCRIBE DETAIL {cycles}").collect()[0].numFiles == 1
+    assert sorted(r.phase for r in apply.spark.table(cycles).collect()) == ["COMMITTED", "PLANNED"]
+    assert [r.ID for r in apply.silver("HR.T").collect()] == [1]

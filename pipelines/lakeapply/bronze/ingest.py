@@ -65,6 +65,8 @@ from lakeapply.errors import IngestError
 from lakeapply.runtime.catalog import (
     Catalog,
     TableToCreate,
+    compact_small_files,
+    compaction_due,
     ensure_database,
     ensure_delta_tables,
 )
@@ -147,10 +149,11 @@ class SimulatedCrash(RuntimeError):
     """Raised by tests (``crash_after``) to stop an ingest between two of its writes."""
 
 
-def ensure_bronze_tables(spark: SparkSession, catalog: Catalog) -> None:
+def ensure_bronze_tables(spark: SparkSession, catalog: Catalog) -> set[str]:
+    """Create the bronze tables that do not exist; the names of those created."""
     ensure_database(spark, catalog.database(catalog.bronze))
     log_table = catalog.bronze_table(INGEST_LOG_TABLE)
-    ensure_delta_tables(
+    created = ensure_delta_tables(
         spark,
         [
             TableToCreate(catalog.bronze_table(LCR_TABLE), lcr_table_schema(), keep_not_null=True),
@@ -162,7 +165,9 @@ def ensure_bronze_tables(spark: SparkSession, catalog: Catalog) -> None:
             TableToCreate(log_table, ingest_log_table_schema(), keep_not_null=True),
         ],
     )
-    _add_missing_columns(spark, log_table, ingest_log_table_schema())
+    if log_table not in created:
+        _add_missing_columns(spark, log_table, ingest_log_table_schema())
+    return created
 
 
 def _add_missing_columns(spark: SparkSession, table: str, schema: T.StructType) -> None:
@@ -738,17 +743,18 @@ def ingest(
         if isinstance(capture_format, LandingFormats)
         else LandingFormats(capture_format)
     )
-    ensure_bronze_tables(spark, catalog)
     log_table = catalog.bronze_table(INGEST_LOG_TABLE)
+    # A log this call created is empty: no batch to resume, no file ingested before.
+    first_batch = log_table in ensure_bronze_tables(spark, catalog)
     now = datetime.now(UTC).replace(tzinfo=None)
-    unfinished = _unfinished_batch(spark, catalog, formats, landing)
+    unfinished = None if first_batch else _unfinished_batch(spark, catalog, formats, landing)
     resumed = unfinished is not None
     if unfinished is not None:
         batch_id, plan = unfinished
         progress(f"resuming ingest batch {batch_id} ({len(plan)} files)")
     else:
         progress("planning")
-        planned = _plan_new_batch(spark, catalog, landing, formats, now)
+        planned = _plan_new_batch(spark, catalog, landing, formats, now, first_batch)
         if planned is None:
             return IngestReport(None, False, ())
         batch_id, plan = planned
@@ -791,6 +797,9 @@ def ingest(
     commit_rows = _log_rows(spark, batch_id, "COMMITTED", plan, results, fingerprints, now)
     _append_idempotent(commit_rows, log_table, batch_id * 2 + 1, ingest_log_table_schema())
     progress(f"batch {batch_id} committed")
+    if compaction_due(batch_id):  # every batch reads its log whole (two files per batch)
+        progress("compacting the ingest log")
+        compact_small_files(spark, [log_table])
     return IngestReport(batch_id, resumed, tuple(results), released_commits=released)
 
 
@@ -818,17 +827,20 @@ def _plan_new_batch(
     landing: Path,
     formats: LandingFormats,
     now: datetime,
+    first_batch: bool,
 ) -> tuple[int, list[PlannedFile]] | None:
     """The next batch's files and byte ranges, each with its capture format, logged as PLANNED
-    before anything is read (a crash after it resumes this plan); None when nothing is new."""
+    before anything is read (a crash after it resumes this plan); None when nothing is new.
+    ``first_batch``: the ingest log is empty (it was just created)."""
+    states = {} if first_batch else _file_states(spark, catalog)
     plan = [
         replace(p, capture_format=formats.of(p.source_file, landing))
-        for p in plan_batch(list_landing_files(landing), _file_states(spark, catalog))
+        for p in plan_batch(list_landing_files(landing), states)
     ]
     if not plan:
         return None
     log_table = catalog.bronze_table(INGEST_LOG_TABLE)
-    last = spark.table(log_table).agg(F.max("batch_id")).collect()[0][0]
+    last = None if first_batch else spark.table(log_table).agg(F.max("batch_id")).collect()[0][0]
     batch_id = (last or 0) + 1
     plan_rows = _log_rows(spark, batch_id, "PLANNED", plan, None, {}, now)
     _append_idempotent(plan_rows, log_table, batch_id * 2, ingest_log_table_schema())

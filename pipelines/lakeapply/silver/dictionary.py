@@ -305,3 +305,6 @@ ERROR_TABLES: dict[str, T.StructType] = {
     ERROR_MESSAGES: ERROR_MESSAGES_SCHEMA,
 }
 DICTIONARY_TABLES: dict[str, T.StructType] = {**CYCLE_TABLES, **ERROR_TABLES, **SETTINGS_TABLES}
+# The tables cycles add files to (a row or a few per cycle, never rewritten whole): compacted
+# every few cycles (``runtime.catalog.compaction_due``).
+APPENDED_EVERY_CYCLE = (CYCLES, PROGRESS, TRANSACTIONS, ROLLED_BACK, TABLE_VERSIONS, *ERROR_TABLES)

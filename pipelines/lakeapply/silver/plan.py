@@ -68,17 +68,18 @@ def ensure_error_tables(spark: SparkSession, catalog: Catalog) -> None:
     )
 
 
-def ensure_dictionary_tables(spark: SparkSession, catalog: Catalog) -> None:
-    """The bronze tables and every dictionary table, the settings tables included."""
-    _ensure_apply_database(spark, catalog, dictionary.DICTIONARY_TABLES)
+def ensure_dictionary_tables(spark: SparkSession, catalog: Catalog) -> set[str]:
+    """The bronze tables and every dictionary table, the settings tables included; the names
+    of the dictionary tables this call created (empty: nothing to read in them)."""
+    return _ensure_apply_database(spark, catalog, dictionary.DICTIONARY_TABLES)
 
 
 def _ensure_apply_database(
     spark: SparkSession, catalog: Catalog, tables: dict[str, T.StructType]
-) -> None:
+) -> set[str]:
     ensure_bronze_tables(spark, catalog)
     ensure_database(spark, catalog.database(catalog.apply))
-    ensure_delta_tables(
+    return ensure_delta_tables(
         spark,
         [
             TableToCreate(catalog.apply_table(name), schema, keep_not_null=True)
