@@ -69,6 +69,9 @@ def test_valid_lcrs_land_in_bronze_with_their_lineage(spark, catalog, landing: P
     assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
     assert report.lines == 2
     assert report.bronze_rows == 2
+    # Nothing to quarantine: no commit on the quarantine table (only its creation, version 0).
+    quarantine = catalog.bronze_table("quarantine")
+    assert spark.sql(f"DESCRIBE HISTORY {quarantine}").select("version").collect() == [(0,)]
 
 
 BAD_LINES = [

@@ -765,23 +765,31 @@ def ingest(
     lines = _classified_plan(spark, catalog, plan, batch_id).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         by_file = _per_file_counts(lines)
-        released = lines.where(F.col(RELEASED_END) & F.col("reason").isNull()).count()
-        progress("writing bronze LCRs")
-        _append_idempotent(
-            bronze_rows(lines, batch_id, now),
-            catalog.bronze_table(LCR_TABLE),
-            batch_id,
-            lcr_table_schema(),
-        )
+        totals = lines.agg(
+            F.count(F.when(F.col(RELEASED_END) & F.col("reason").isNull(), 1)).alias("released"),
+            F.count(F.when(F.col("reason").isNull(), 1)).alias("valid"),
+            F.count(F.when(F.col("reason").isNotNull(), 1)).alias("quarantined"),
+        ).collect()[0]
+        released = int(totals.released)
+        # An empty write would still be a Delta commit (a re-run of the batch skips it too).
+        if totals.valid:
+            progress("writing bronze LCRs")
+            _append_idempotent(
+                bronze_rows(lines, batch_id, now),
+                catalog.bronze_table(LCR_TABLE),
+                batch_id,
+                lcr_table_schema(),
+            )
         if crash_after == "lcr":
             raise SimulatedCrash("after lcr")
-        progress("writing quarantine")
-        _append_idempotent(
-            _quarantine_rows(lines, batch_id, now),
-            catalog.bronze_table(QUARANTINE_TABLE),
-            batch_id,
-            quarantine_table_schema(),
-        )
+        if totals.quarantined:
+            progress("writing quarantine")
+            _append_idempotent(
+                _quarantine_rows(lines, batch_id, now),
+                catalog.bronze_table(QUARANTINE_TABLE),
+                batch_id,
+                quarantine_table_schema(),
+            )
         if crash_after == "quarantine":
             raise SimulatedCrash("after quarantine")
     finally:
