@@ -451,100 +451,119 @@ def engine_outcomes(
         run = with_parameters(run, max_cycle_batches=1)
     settings = prepare(spark, catalog, workloads, run, folder, batches)
     run_apply(spark, catalog, settings)
-    return [read_outcome(spark, catalog, settings.apply_name, w) for w in workloads]
+    return read_outcomes(spark, catalog, settings.apply_name, workloads)
 
 
-def _silver_columns(
+def _silver_table(
     spark: SparkSession, catalog: Catalog, table: Destination
-) -> list[tuple[str, str]]:
+) -> tuple[list[tuple[str, str]], list[Any]]:
     """The silver table's columns as the engine left them, each with the kind of the workload's
-    column of that name; a column added by a column DDL (EXTRA, EXTRA2) is a VARCHAR2."""
+    column of that name (a column added by a column DDL, EXTRA or EXTRA2, is a VARCHAR2), and
+    its rows."""
+    frame = spark.table(catalog.silver_table(table.silver_table))
     kinds_by_name = dict(_columns(table))
-    return [
-        (name, kinds_by_name.get(name, kinds.CHARACTER))
-        for name in spark.table(catalog.silver_table(table.silver_table)).columns
-    ]
+    columns = [(name, kinds_by_name.get(name, kinds.CHARACTER)) for name in frame.columns]
+    return columns, frame.collect()
 
 
-def _silver_rows(spark: SparkSession, catalog: Catalog, table: Destination) -> list[Any]:
-    return spark.table(catalog.silver_table(table.silver_table)).collect()
+def _existing_tables(spark: SparkSession, catalog: Catalog, schema: str) -> set[str]:
+    """The tables of one of the catalog's schemas, in lower case (one metastore call for every
+    workload)."""
+    if not spark.catalog.databaseExists(schema):
+        return set()
+    tables = spark.sql(f"SHOW TABLES IN {catalog.database(schema)}").collect()
+    return {row.tableName.lower() for row in tables if not row.isTemporary}
 
 
 def read_outcome(
     spark: SparkSession, catalog: Catalog, apply_name: str, workload: Workload
 ) -> Comparable:
     """What the engine left for one workload of apply process ``apply_name``."""
-    process = reference_process(workload)
-    sources = set(process.source_databases)
+    (outcome,) = read_outcomes(spark, catalog, apply_name, [workload])
+    return outcome
+
+
+def read_outcomes(
+    spark: SparkSession, catalog: Catalog, apply_name: str, workloads: Sequence[Workload]
+) -> list[Comparable]:
+    """What the engine left for each workload of apply process ``apply_name``: each dictionary
+    table is read once for all of them and split by the workloads' source databases (each
+    isolated workload has sources of its own)."""
     apply = F.col("apply_name") == apply_name
-    mine = F.col("source_database").isin(sorted(sources))
-    if spark.catalog.tableExists(catalog.apply_table(dictionary.ERROR_QUEUE)):
-        queue = (
-            spark.table(catalog.apply_table(dictionary.ERROR_QUEUE)).where(apply & mine).collect()
-        )
+    created = _existing_tables(spark, catalog, catalog.apply)
+    if dictionary.ERROR_QUEUE.lower() in created:
+        queue = spark.table(catalog.apply_table(dictionary.ERROR_QUEUE)).where(apply).collect()
     else:  # the first error creates the error queue
         queue = []
     transaction_of = {r.local_transaction_id: r for r in queue}
     messages = (
         spark.table(catalog.apply_table(dictionary.ERROR_MESSAGES))
-        .where(apply & F.col("local_transaction_id").isin(sorted(transaction_of) or [""]))
+        .where(apply & F.col("local_transaction_id").isin(sorted(transaction_of)))
         .collect()
         if queue
         else []
     )
-    transactions = spark.table(catalog.apply_table(dictionary.TRANSACTIONS)).where(apply & mine)
-    progress = {
-        r.source_database: r
-        for r in spark.table(catalog.apply_table(dictionary.PROGRESS))
-        .where(apply & mine)
+    transactions = spark.table(catalog.apply_table(dictionary.TRANSACTIONS)).where(apply).collect()
+    progress_rows = (
+        spark.table(catalog.apply_table(dictionary.PROGRESS))
+        .where(apply)
         .orderBy("cycle_id")
         .collect()
-    }
-    existing = {
-        name: table
-        for name, table in _by_silver_table(process).items()
-        if spark.catalog.tableExists(catalog.silver_table(name))  # not dropped (rule 10)
-    }
-    columns = {name: _silver_columns(spark, catalog, table) for name, table in existing.items()}
-    return {
-        "columns": {name: [c for c, _ in table_columns] for name, table_columns in columns.items()},
-        "tables": {
-            name: _rows(columns[name], _silver_rows(spark, catalog, table))
-            for name, table in existing.items()
-        },
-        "errors": sorted(
-            (
-                r.source_database,
-                r.source_transaction_id,
-                r.source_commit_scn,
-                r.message_number,
-                r.error_number,
-                r.message_count,
-            )
-            for r in queue
-        ),
-        "error_messages": sorted(
-            (
-                transaction_of[m.local_transaction_id].source_database,
-                transaction_of[m.local_transaction_id].source_transaction_id,
-                m.message_number,
-                *_message_fields(m.asDict()),
-            )
-            for m in messages
-        ),
-        "outcomes": sorted(
-            (r.source_database, r.transaction_id, r.commit_scn, r.outcome)
-            for r in transactions.collect()
-        ),
-        "counters": {
-            counter: sum(getattr(row, f"total_{counter}") for row in progress.values())
-            for counter in COUNTERS
-        },
-        "low_watermark": {s: _at(progress, s, "low_watermark") for s in process.source_databases},
-        "high_watermark": {s: _at(progress, s, "high_watermark") for s in process.source_databases},
-        "oldest_scn": {s: _at(progress, s, "oldest_scn") for s in process.source_databases},
-        "aborted": apply_status(spark, catalog, apply_name) == "ABORTED",
-    }
+    )
+    aborted = apply_status(spark, catalog, apply_name) == "ABORTED"
+    silver = _existing_tables(spark, catalog, catalog.silver)
+    outcomes = []
+    for workload in workloads:
+        process = reference_process(workload)
+        sources = set(process.source_databases)
+        progress = {r.source_database: r for r in progress_rows if r.source_database in sources}
+        tables = {
+            name: _silver_table(spark, catalog, table)
+            for name, table in _by_silver_table(process).items()
+            if name.lower() in silver  # not dropped (rule 10)
+        }
+        outcomes.append(
+            {
+                "columns": {name: [c for c, _ in columns] for name, (columns, _) in tables.items()},
+                "tables": {name: _rows(columns, rows) for name, (columns, rows) in tables.items()},
+                "errors": sorted(
+                    (
+                        r.source_database,
+                        r.source_transaction_id,
+                        r.source_commit_scn,
+                        r.message_number,
+                        r.error_number,
+                        r.message_count,
+                    )
+                    for r in queue
+                    if r.source_database in sources
+                ),
+                "error_messages": sorted(
+                    (
+                        transaction_of[m.local_transaction_id].source_database,
+                        transaction_of[m.local_transaction_id].source_transaction_id,
+                        m.message_number,
+                        *_message_fields(m.asDict()),
+                    )
+                    for m in messages
+                    if transaction_of[m.local_transaction_id].source_database in sources
+                ),
+                "outcomes": sorted(
+                    (r.source_database, r.transaction_id, r.commit_scn, r.outcome)
+                    for r in transactions
+                    if r.source_database in sources
+                ),
+                "counters": {
+                    counter: sum(getattr(row, f"total_{counter}") for row in progress.values())
+                    for counter in COUNTERS
+                },
+                "low_watermark": {s: _at(progress, s, "low_watermark") for s in sources},
+                "high_watermark": {s: _at(progress, s, "high_watermark") for s in sources},
+                "oldest_scn": {s: _at(progress, s, "oldest_scn") for s in sources},
+                "aborted": aborted,
+            }
+        )
+    return outcomes
 
 
 def _at(progress: dict[str, Any], source: str, field: str) -> Any:
@@ -586,31 +605,36 @@ def compare(expected: Comparable, actual: Comparable, batches: int) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def gold_outcome(spark: SparkSession, gold_schema: str, workload: Workload) -> Comparable:
-    """What the Oracle-named gold views show for one (isolated) workload's source databases."""
-    process = reference_process(workload)
-    mine = F.col("SOURCE_DATABASE").isin(list(process.source_databases))
-    progress = {
-        r.SOURCE_DATABASE: r
-        for r in spark.table(f"{gold_schema}.dba_apply_progress").where(mine).collect()
-    }
-    queue = spark.table(f"{gold_schema}.dba_apply_error").where(mine).collect()
-    sources = process.source_databases
-    return {
-        "low_watermark": {s: _at(progress, s, "APPLIED_MESSAGE_NUMBER") for s in sources},
-        "oldest_scn": {s: _at(progress, s, "OLDEST_MESSAGE_NUMBER") for s in sources},
-        "errors": sorted(
-            (
-                r.SOURCE_DATABASE,
-                r.SOURCE_TRANSACTION_ID,
-                r.SOURCE_COMMIT_SCN,
-                r.MESSAGE_NUMBER,
-                r.ERROR_NUMBER,
-                r.MESSAGE_COUNT,
-            )
-            for r in queue
-        ),
-    }
+def gold_outcomes(
+    spark: SparkSession, gold_schema: str, workloads: Sequence[Workload]
+) -> list[Comparable]:
+    """What the Oracle-named gold views show for each (isolated) workload's source databases:
+    each view queried once, split by source database."""
+    progress_rows = spark.table(f"{gold_schema}.dba_apply_progress").collect()
+    queue = spark.table(f"{gold_schema}.dba_apply_error").collect()
+    outcomes = []
+    for workload in workloads:
+        sources = reference_process(workload).source_databases
+        progress = {r.SOURCE_DATABASE: r for r in progress_rows if r.SOURCE_DATABASE in sources}
+        outcomes.append(
+            {
+                "low_watermark": {s: _at(progress, s, "APPLIED_MESSAGE_NUMBER") for s in sources},
+                "oldest_scn": {s: _at(progress, s, "OLDEST_MESSAGE_NUMBER") for s in sources},
+                "errors": sorted(
+                    (
+                        r.SOURCE_DATABASE,
+                        r.SOURCE_TRANSACTION_ID,
+                        r.SOURCE_COMMIT_SCN,
+                        r.MESSAGE_NUMBER,
+                        r.ERROR_NUMBER,
+                        r.MESSAGE_COUNT,
+                    )
+                    for r in queue
+                    if r.SOURCE_DATABASE in sources
+                ),
+            }
+        )
+    return outcomes
 
 
 def compare_gold(expected: Comparable, gold: Comparable) -> None:

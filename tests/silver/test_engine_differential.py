@@ -121,7 +121,7 @@ def engine_outcomes_with_a_crash(
     with contextlib.suppress(SimulatedApplyCrash):
         apply_cycle(spark, catalog, settings, crash_after=point)
     differential.run_apply(spark, catalog, settings)
-    return [differential.read_outcome(spark, catalog, settings.apply_name, w) for w in group]
+    return differential.read_outcomes(spark, catalog, settings.apply_name, group)
 
 
 def test_engine_matches_the_reference_on_workloads_that_carry_on_after_errors(
@@ -134,8 +134,8 @@ def test_engine_matches_the_reference_on_workloads_that_carry_on_after_errors(
     # The gold views of the final state: one dbt build over the test's databases.
     report = run_gold(spark, session_warehouse(spark), catalog.prefix)
     assert report.success, report.failures
-    for workload in batch:
-        gold = differential.gold_outcome(spark, f"{catalog.prefix}_gold", workload)
+    golds = differential.gold_outcomes(spark, f"{catalog.prefix}_gold", batch)
+    for workload, gold in zip(batch, golds, strict=True):
         differential.compare_gold(reference_outcome(workload), gold)
 
 
