@@ -127,9 +127,9 @@ def engine_outcomes_with_a_crash(
 def test_engine_matches_the_reference_on_workloads_that_carry_on_after_errors(
     spark: SparkSession, catalog: Catalog, tmp_path: Path
 ) -> None:
-    # 12 workloads (21 until 2026-12-04: CI ran out of time on a slow machine); make test-slow
-    # draws 300 and more.
-    batch = sharing_one_apply(drawn(12, workloads(disable_on_error=False), seeded=1))
+    # 22 workloads: with the three below, 25 differential workloads in make test; make
+    # test-slow draws 300 and more.
+    batch = sharing_one_apply(drawn(22, workloads(disable_on_error=False), seeded=1))
     run_and_compare(spark, catalog, tmp_path, batch, batches=1)
     # The gold views of the final state: one dbt build over the test's databases.
     report = run_gold(spark, session_warehouse(spark), catalog.prefix)
