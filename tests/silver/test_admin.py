@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+from lakeapply import jobs
 from lakeapply.contract.table_definitions import SCHEMAS_DIR, table_definition_from_dict
 from lakeapply.errors import ConfigurationError
 from lakeapply.runtime.catalog import Catalog
@@ -106,6 +107,25 @@ def test_publishing_again_with_fewer_settings_removes_the_rows_no_longer_set(
     plain = replace(DEMO, apply_name="APPLY_ADMIN")
     admin.publish_settings(spark, catalog, plain)
     assert admin.load_settings(spark, catalog, "APPLY_ADMIN") == plain
+
+
+def test_the_demos_first_run_publishes_into_the_new_tables_without_probing_them(
+    spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first run creates the dictionary tables as it publishes, so it asks none of them
+    whether it holds rows of the apply (a dozen queries); the next run reads the settings."""
+    probed: list[str] = []
+    holding_rows = admin._tables_holding_rows
+
+    def recording(spark: SparkSession, catalog: Catalog, apply: str, names: list[str]) -> set[str]:
+        probed.extend(names)
+        return holding_rows(spark, catalog, apply, names)
+
+    monkeypatch.setattr(admin, "_tables_holding_rows", recording)
+    first = Catalog(unique_catalog_prefix("first_run"))
+    assert jobs._configured(spark, first, DEMO) == DEMO
+    assert probed == []
+    assert jobs._configured(spark, first, DEMO) == DEMO
 
 
 def test_loading_an_apply_process_that_does_not_exist_fails_naming_it(
