@@ -37,6 +37,7 @@ from pyspark.sql import functions as F
 from lakeapply.contract.identifiers import quote
 from lakeapply.errors import ApplyAbortedError
 from lakeapply.runtime.catalog import Catalog, compact_small_files, compaction_due
+from lakeapply.runtime.query_jobs import release_finished_query_jobs
 from lakeapply.runtime.retry import retry_on_concurrent_modification
 from lakeapply.silver import dictionary
 from lakeapply.silver.assemble import read_and_stage
@@ -154,7 +155,7 @@ def bronze_cycle(
             "ABORTED",
             (int(fold.aborted_error.error_number), str(fold.aborted_error.error_message)),
         )
-    _compact_when_due(cycle)
+    _after_commit(cycle)
     return CycleReport(
         cycle.apply_name,
         plan.cycle_id,
@@ -322,13 +323,16 @@ def execute_cycle(
     now = datetime.now(UTC).replace(tzinfo=None)
     executions = record_executions(cycle, inputs, fold, now)
     commit_cycle(cycle, versions_after, now)
-    _compact_when_due(cycle)
+    _after_commit(cycle)
     return executions
 
 
-def _compact_when_due(cycle: Cycle) -> None:
-    """Every few committed cycles, compact the dictionary tables cycles append to (each cycle
-    reads them whole). After the commit: a kill during it loses nothing."""
+def _after_commit(cycle: Cycle) -> None:
+    """Housekeeping after a committed cycle (a kill during it loses nothing): release what
+    Spark's scheduler keeps of the cycle's ended queries (``runtime/query_jobs.py``), and
+    every few cycles compact the dictionary tables cycles append to (each cycle reads them
+    whole)."""
+    release_finished_query_jobs(cycle.spark)
     if compaction_due(cycle.plan.cycle_id):
         cycle.progress(f"cycle {cycle.plan.cycle_id}: compacting the dictionary's small files")
         compact_small_files(
