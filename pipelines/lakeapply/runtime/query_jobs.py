@@ -2,13 +2,13 @@
 
 Spark 4's DAGScheduler keeps every job of a running SQL query (``activeQueryToJobs``, keyed by
 the query's execution id) so that a stage retry can reuse the shuffle output of the query's
-finished jobs, and drops them when the query ends. A job submitted under a query's execution
-id *after* that query ended (a broadcast or query stage that adaptive execution no longer
-waited for, still running on its own thread) is registered after the drop and kept for the
-life of the JVM, and with it its whole plan: the RDD lineage, the Delta snapshots the plan
-read, broadcast relations. Measured on 2026-12-05, one transaction open across 16 one-LCR-per-
-row cycles in one process: 3 such jobs, all of the late-input check's ``collect``, held 54 MB
-of the 259 MB live heap after a full GC (44 of the 73 MB the heap grew by from cycle 4 to 16).
+finished jobs, and drops them when the query ends. A job still registered under a query's
+execution id after that drop (registered late) is kept for the life of the JVM, and with it
+its whole plan: the RDD lineage, the Delta snapshots the plan read, broadcast
+relations. Measured on 2026-12-05 with one transaction open across 16 cycles of 1,000 LCRs in
+one process: 3 such jobs (each the ``collect`` of the late-input check, finished, one
+partition, with a shuffle before it; what submitted them late was not established) held 54 MB
+of the 259 MB live heap after a full GC, 44 of the 73 MB the heap grew by from cycle 4 to 16.
 
 The apply engine releases them after each committed cycle, when none of its own queries runs:
 every entry whose jobs have all finished and which is not the execution of the calling thread
