@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from apply_bench import RESULTS, SOURCE, _machine, apply_settings, write_results
-from memory import peak_memory
+from memory import dump_live_heap, peak_memory
 from pyspark.sql import SparkSession
 
 from lakeapply.bronze.ingest import ingest
@@ -192,7 +192,9 @@ def open_transactions(spark: SparkSession, work: Path, count: int) -> list[Resul
     return results
 
 
-def long_transaction(spark: SparkSession, work: Path, cycles: int) -> list[Result]:
+def long_transaction(
+    spark: SparkSession, work: Path, cycles: int, heap_dumps: frozenset[int] = frozenset()
+) -> list[Result]:
     print(f"\none transaction open across {cycles} cycles (1,000 other LCRs per cycle)")
     case = Case(spark, work, f"long_{cycles}")
     long_id = "3.0.1"
@@ -221,6 +223,9 @@ def long_transaction(spark: SparkSession, work: Path, cycles: int) -> list[Resul
         spill.append(case.spill_rows())
         if cycle in (0, cycles // 2, cycles - 1):
             results.append(result)
+        if cycle + 1 in heap_dumps:
+            dump = dump_live_heap(spark, work / f"heap-cycle-{cycle + 1}.hprof")
+            print(f"  heap dump after cycle {cycle + 1}: {dump}", flush=True)
     long_rows = (
         case.spark.table(case.catalog.silver_table("synth_t001"))
         .where(f"ID >= {10_000_000}")
@@ -297,6 +302,12 @@ def main() -> None:
     parser.add_argument(
         "--file-lines", default="", help="sizes of one landing file, ingested alone (e.g. 1250000)"
     )
+    parser.add_argument(
+        "--heap-dumps",
+        default="",
+        help="cycles of the long transaction after which to dump the JVM's live heap "
+        "(e.g. 4,16; read them with benchmarks/heap_paths)",
+    )
     parser.add_argument("--work", type=Path, default=None, help="scratch folder (default: temp)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
@@ -310,7 +321,8 @@ def main() -> None:
     if args.open:
         results += open_transactions(spark, work, args.open)
     if args.cycles:
-        results += long_transaction(spark, work, args.cycles)
+        dumps = frozenset(int(part) for part in args.heap_dumps.split(",") if part)
+        results += long_transaction(spark, work, args.cycles, dumps)
     text = markdown(results)
     write_results(args.out, "big", "\n" + text)
 

@@ -6,6 +6,7 @@ Linux keeps a high-water mark of each process's resident set (``VmHWM``); writin
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -62,3 +63,16 @@ def peak_memory(spark: SparkSession) -> Iterator[PeakMemory]:
     runtime = jvm.java.lang.Runtime.getRuntime()
     jvm.java.lang.System.gc()
     peak.jvm_heap_mib = (runtime.totalMemory() - runtime.freeMemory()) / 2**20
+
+
+def dump_live_heap(spark: SparkSession, path: Path) -> Path:
+    """Write an HPROF dump of the JVM's live objects (a full GC first) to ``path``, for
+    ``benchmarks/heap_paths`` (which object keeps what alive)."""
+    gc.collect()  # Python's references to JVM objects go first (py4j releases them)
+    jvm: Any = spark.sparkContext._jvm
+    diagnostics = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
+        jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean")
+    )
+    path.unlink(missing_ok=True)
+    diagnostics.dumpHeap(str(path), True)
+    return path
