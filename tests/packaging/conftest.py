@@ -13,23 +13,34 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
-# What a checkout may hold besides its sources (environments, caches, build output, local runs).
-NOT_SOURCES = shutil.ignore_patterns(
+# What a checkout may hold besides its sources. Local runs write ./warehouse and ./landing at
+# the top only: a package of the same name (lakeapply.landing) is a source.
+NOT_SOURCES_AT_THE_TOP = {
     ".git",
     ".venv",
     "build",
     "dist",
-    "*.egg-info",
-    "__pycache__",
-    ".*_cache",
     "warehouse",
     "landing",
     "metastore_db",
     "spark-warehouse",
-    "target",
+}
+NOT_SOURCES_ANYWHERE = shutil.ignore_patterns(
+    "*.egg-info",
+    "__pycache__",
+    ".*_cache",
+    "target",  # dbt's output, and benchmarks/heap_paths' build
     "logs",
     "dbt_packages",
 )
+
+
+def not_sources(folder: str, names: list[str]) -> set[str]:
+    """``shutil.copytree``'s ignore: the names in ``folder`` that are no sources."""
+    ignored = set(NOT_SOURCES_ANYWHERE(folder, names))
+    if Path(folder) == REPO:
+        ignored |= NOT_SOURCES_AT_THE_TOP & set(names)
+    return ignored
 
 
 @pytest.fixture(scope="session")
@@ -39,7 +50,7 @@ def built_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     and the other worker's tests write into the checkout meanwhile (dbt's target and logs
     folders), which once made the build fail copying a file (2026-12-05)."""
     sources = tmp_path_factory.mktemp("sources") / "lakeapply"
-    shutil.copytree(REPO, sources, ignore=NOT_SOURCES)
+    shutil.copytree(REPO, sources, ignore=not_sources)
     out = tmp_path_factory.mktemp("dist")
     subprocess.run(
         [
