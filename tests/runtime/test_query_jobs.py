@@ -84,3 +84,15 @@ def test_an_apply_cycle_leaves_no_ended_query_s_jobs_behind(lakeapply: Lakeapply
     lakeapply.run(lakeapply.txn(scn=100).insert("HR.T", ID=1, V="a").commit(scn=101))
 
     wait_until(lambda: ORPHAN_EXECUTION_ID not in tracked_query_ids(lakeapply.spark))
+
+
+class SessionWithoutJvm:
+    """What Spark Connect gives: no SparkContext."""
+
+    @property
+    def sparkContext(self) -> object:
+        raise NotImplementedError("sparkContext is not supported with Spark Connect")
+
+
+def test_a_session_without_a_reachable_scheduler_releases_nothing_and_does_not_fail() -> None:
+    assert release_finished_query_jobs(SessionWithoutJvm()) == 0  # type: ignore[arg-type]

@@ -12,8 +12,8 @@ of the 259 MB live heap after a full GC, 44 of the 73 MB the heap grew by from c
 
 The apply engine releases them after each committed cycle, when none of its own queries runs:
 every entry whose jobs have all finished and which is not the execution of the calling thread
-goes through the scheduler's own clean-up (``cleanupQueryJobs``). On a runtime whose scheduler
-has no such registry (older Spark, another vendor's build), nothing happens.
+goes through the scheduler's own clean-up (``cleanupQueryJobs``). Where the scheduler cannot
+be reached or has no such registry (Spark Connect, older Spark), nothing happens.
 """
 
 from __future__ import annotations
@@ -43,7 +43,18 @@ def tracked_query_ids(spark: SparkSession) -> set[int]:
 
 def release_finished_query_jobs(spark: SparkSession) -> int:
     """Have the scheduler drop the jobs it keeps for queries that are over (see the module
-    docstring); returns how many queries' jobs it dropped."""
+    docstring); returns how many queries' jobs it dropped.
+
+    Housekeeping after a committed cycle must never fail it: a session without a reachable
+    JVM scheduler (Spark Connect, a Databricks shared-access cluster, an older Spark) drops
+    nothing."""
+    try:
+        return _release(spark)
+    except Exception:  # any failure here leaves only memory unreleased
+        return 0
+
+
+def _release(spark: SparkSession) -> int:
     context = spark.sparkContext
     running_here = {
         int(value)
@@ -53,21 +64,18 @@ def release_finished_query_jobs(spark: SparkSession) -> int:
         )
         if value is not None
     }
-    try:
-        scheduler = _scheduler(spark)
-        registry = scheduler.activeQueryToJobs()
-        running_jobs = set(context.statusTracker().getActiveJobsIds())
-        released = 0
-        # Entries, not keys: py4j hands a key back as a Python int, which a lookup would send
-        # as an Integer that no Long key equals.
-        for entry in registry.entrySet().toArray():
-            execution_id = int(entry.getKey())
-            if execution_id in running_here:
-                continue
-            if any(int(job.jobId()) in running_jobs for job in entry.getValue().toArray()):
-                continue  # the query may still be running on another thread
-            scheduler.cleanupQueryJobs(execution_id)
-            released += 1
-        return released
-    except Py4JError:
-        return 0
+    scheduler = _scheduler(spark)
+    registry = scheduler.activeQueryToJobs()
+    running_jobs = set(context.statusTracker().getActiveJobsIds())
+    released = 0
+    # Entries, not keys: py4j hands a key back as a Python int, which a lookup would send as
+    # an Integer that no Long key equals.
+    for entry in registry.entrySet().toArray():
+        execution_id = int(entry.getKey())
+        if execution_id in running_here:
+            continue
+        if any(int(job.jobId()) in running_jobs for job in entry.getValue().toArray()):
+            continue  # the query may still be running on another thread
+        scheduler.cleanupQueryJobs(execution_id)
+        released += 1
+    return released
