@@ -6,7 +6,8 @@ import contextlib
 import importlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from pyspark.sql import functions as F
 from rich.console import Console
 from rich.table import Table
 
-from lakeapply.bronze.ingest import ingest
+from lakeapply.bronze.ingest import ensure_bronze_tables, ingest
 from lakeapply.gold.runner import SUMMARY_COLUMNS, render_sqlplus, run_gold, summary_select
 from lakeapply.landing.generator import WorkloadSpec, write_workload
 from lakeapply.resources import DEMO_CONFIG, resource_path
@@ -25,6 +26,7 @@ from lakeapply.silver import dictionary
 from lakeapply.silver.admin import load_settings, publish_settings
 from lakeapply.silver.config import load_config
 from lakeapply.silver.engine import run_apply
+from lakeapply.silver.plan import ensure_destination_tables
 from lakeapply.silver.settings import ApplySettings
 from lakeapply.status import collect_status, render_status
 
@@ -119,6 +121,17 @@ def _configured(spark: SparkSession, catalog: Catalog, declared: ApplySettings) 
     return load_settings(spark, catalog, declared.apply_name)
 
 
+def _configured_all(
+    spark: SparkSession, catalog: Catalog, declared: Sequence[ApplySettings]
+) -> list[ApplySettings]:
+    """Each declared apply process as configured (:func:`_configured`), with its destination
+    tables created."""
+    configured = [_configured(spark, catalog, settings) for settings in declared]
+    for settings in configured:
+        ensure_destination_tables(spark, catalog, settings)
+    return configured
+
+
 def _import_dbt_in_the_background() -> None:
     """dbt's import takes seconds of one core; the JVM's start mostly waits, so do both at once.
     The gold step's own import then finds the module loaded (or waits for this one)."""
@@ -160,17 +173,31 @@ def run_demo(
         notify=lambda line: console.print(line, highlight=False),
     )
     names = Catalog(catalog_prefix, catalog)
-    report = ingest(spark, names, landing, progress=step_printer(console, "ingest"))
-    if report.batch_id is None:
-        console.print("bronze: nothing new to ingest")
-    else:
-        console.print(
-            f"bronze: batch {report.batch_id} ingested {report.lines} lines "
-            f"({report.bronze_rows} LCRs, {report.quarantined_rows} quarantined)"
+    declared_applies = load_config(config)
+    # Publishing the settings and creating the destination tables (a score of Delta tables on a
+    # first run) needs nothing ingest writes: in the background, the two overlap on the cores
+    # the other leaves idle. The bronze tables come first: both sides would create them, and
+    # two creations of one table conflict in Delta's log.
+    bronze_created = ensure_bronze_tables(spark, names)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="configure") as background:
+        configuring = background.submit(_configured_all, spark, names, declared_applies)
+        report = ingest(
+            spark,
+            names,
+            landing,
+            progress=step_printer(console, "ingest"),
+            bronze_tables_created=bronze_created,
         )
-    render_status(collect_status(spark, names), console)
-    for declared in load_config(config):
-        settings = _configured(spark, names, declared)
+        if report.batch_id is None:
+            console.print("bronze: nothing new to ingest")
+        else:
+            console.print(
+                f"bronze: batch {report.batch_id} ingested {report.lines} lines "
+                f"({report.bronze_rows} LCRs, {report.quarantined_rows} quarantined)"
+            )
+        render_status(collect_status(spark, names), console)
+        configured = configuring.result()
+    for settings in configured:
         for cycle in run_apply(spark, names, settings, step_printer(console, "apply")):
             console.print(
                 f"silver: {cycle.apply_name} cycle {cycle.cycle_id}: {cycle.applied} applied, "

@@ -11,7 +11,7 @@ from chispa import assert_df_equality
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from lakeapply.bronze.ingest import SimulatedCrash, ingest
+from lakeapply.bronze.ingest import SimulatedCrash, ensure_bronze_tables, ingest
 from lakeapply.landing.generator import WorkloadSpec, write_workload
 from lakeapply.runtime.catalog import Catalog
 
@@ -72,6 +72,19 @@ def test_valid_lcrs_land_in_bronze_with_their_lineage(spark, catalog, landing: P
     # Nothing to quarantine: no commit on the quarantine table (only its creation, version 0).
     quarantine = catalog.bronze_table("quarantine")
     assert spark.sql(f"DESCRIBE HISTORY {quarantine}").select("version").collect() == [(0,)]
+
+
+def test_an_ingest_after_its_caller_created_the_bronze_tables_is_the_first_batch(
+    spark, catalog, landing: Path
+) -> None:
+    (landing / "a.jsonl").write_text(line(INSERT) + line(COMMIT))
+    created = ensure_bronze_tables(spark, catalog)
+
+    report = ingest(spark, catalog, landing, bronze_tables_created=created)
+
+    assert (report.batch_id, report.lines, report.bronze_rows) == (1, 2, 2)
+    assert bronze(spark, catalog) == (2, 0)
+    assert ingest(spark, catalog, landing, bronze_tables_created=set()).batch_id is None
 
 
 BAD_LINES = [

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import partial, reduce
@@ -732,10 +732,13 @@ def ingest(
     progress: ProgressCallback = lambda _: None,
     crash_after: str | None = None,
     capture_format: CaptureFormat | LandingFormats = LCR_LINES,
+    bronze_tables_created: Collection[str] | None = None,
 ) -> IngestReport:
     """Ingest what is new in ``landing`` (see the module docstring). ``capture_format`` says what
     the files hold: one format for all, or one per landing folder (see ``lakeapply.bronze.formats``;
     each planned file's format is logged with the plan, and a resumed batch keeps it).
+    ``bronze_tables_created``: the caller has just run :func:`ensure_bronze_tables`, which
+    created these (so an empty ingest log needs no read); None: ingest ensures them itself.
     ``crash_after`` is for tests: one of ``plan``, ``lcr``, ``quarantine`` raises SimulatedCrash
     after that step."""
     formats = (
@@ -745,7 +748,9 @@ def ingest(
     )
     log_table = catalog.bronze_table(INGEST_LOG_TABLE)
     # A log this call created is empty: no batch to resume, no file ingested before.
-    first_batch = log_table in ensure_bronze_tables(spark, catalog)
+    if bronze_tables_created is None:
+        bronze_tables_created = ensure_bronze_tables(spark, catalog)
+    first_batch = log_table in bronze_tables_created
     now = datetime.now(UTC).replace(tzinfo=None)
     unfinished = None if first_batch else _unfinished_batch(spark, catalog, formats, landing)
     resumed = unfinished is not None
