@@ -277,12 +277,13 @@ def one_landing_file(spark: SparkSession, work: Path, lines: int) -> list[Result
     return [_measure(spark, "one landing file, ingest only", written, run)]
 
 
-def markdown(results: list[Result]) -> str:
+def markdown(results: list[Result], driver_memory: str) -> str:
     lines = [
         "# Big and long transactions",
         "",
-        f"{_machine()}, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Peak driver memory: Python + JVM",
-        "resident high-water marks during the case (local mode: the JVM is driver and executors).",
+        f"{_machine()}, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, driver heap {driver_memory}.",
+        "Peak driver memory: Python + JVM resident high-water marks during the case (local mode:",
+        "the JVM is driver and executors).",
         "",
         "| case | LCRs | seconds | peak driver MiB | JVM heap after GC MiB | note |",
         "|---|---:|---:|---:|---:|---|",
@@ -308,11 +309,17 @@ def main() -> None:
         help="cycles of the long transaction after which to dump the JVM's live heap "
         "(e.g. 4,16; read them with benchmarks/heap_paths)",
     )
+    parser.add_argument(
+        "--driver-memory",
+        default=LocalSparkSettings.driver_memory,
+        help="the driver JVM's heap (default %(default)s): a smaller one shows what the cases "
+        "need at most",
+    )
     parser.add_argument("--work", type=Path, default=None, help="scratch folder (default: temp)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="lakeapply-big-"))
-    spark = get_spark(LocalSparkSettings(work / "warehouse"))
+    spark = get_spark(LocalSparkSettings(work / "warehouse", driver_memory=args.driver_memory))
     results: list[Result] = []
     for size in (int(part) for part in args.file_lines.split(",") if part):
         results += one_landing_file(spark, work, size)
@@ -323,7 +330,7 @@ def main() -> None:
     if args.cycles:
         dumps = frozenset(int(part) for part in args.heap_dumps.split(",") if part)
         results += long_transaction(spark, work, args.cycles, dumps)
-    text = markdown(results)
+    text = markdown(results, args.driver_memory)
     write_results(args.out, "big", "\n" + text)
 
 
