@@ -57,20 +57,26 @@ def _workload(
     return landing, workload.tables, workload.initial_scn
 
 
+def _retained_jobs(spark: SparkSession) -> list[tuple[int, str]]:
+    """(job id, call site) of the jobs Spark's status store still keeps (the newest
+    ``spark.ui.retainedJobs``), by id."""
+    jobs = spark.sparkContext._jsc.sc().statusStore().jobsList(None)
+    return sorted(
+        (int(jobs.apply(i).jobId()), str(jobs.apply(i).name())) for i in range(jobs.size())
+    )
+
+
 def _jobs(spark: SparkSession) -> int:
-    """Spark jobs started so far in this application (every thread, every job group)."""
-    store = spark.sparkContext._jsc.sc().statusStore()
-    return int(store.jobsList(None).size())
+    """Spark jobs started so far in this application (every thread, every job group). Job ids
+    count from 0 and the status store keeps only the newest jobs (the local session keeps 50),
+    so this is the newest id + 1, not the number of jobs listed."""
+    return max((job_id for job_id, _ in _retained_jobs(spark)), default=-1) + 1
 
 
 def _job_sites(spark: SparkSession, first: int) -> list[str]:
-    """Call sites (Python file:line of the action) of the jobs started after the first ``first``."""
-    store = spark.sparkContext._jsc.sc().statusStore()
-    jobs = store.jobsList(None)
-    names = sorted(
-        (int(jobs.apply(i).jobId()), str(jobs.apply(i).name())) for i in range(jobs.size())
-    )
-    return [name for _, name in names[first:]]
+    """Call sites (Python file:line of the action) of the jobs numbered ``first`` and up, as
+    far as the status store still keeps them."""
+    return [site for job_id, site in _retained_jobs(spark) if job_id >= first]
 
 
 def _commits(warehouse: Path, databases: list[str]) -> Counter[str]:
@@ -111,9 +117,7 @@ def profile_once(
         now, jobs = time.perf_counter(), _jobs(spark)
         steps.append((name, now - last["time"], int(jobs - last["jobs"])))
         if job_sites:
-            for site in Counter(
-                _job_sites(spark, int(last["jobs"]))[: jobs - int(last["jobs"])]
-            ).items():
+            for site in Counter(_job_sites(spark, int(last["jobs"]))).items():
                 print(f"        {site[1]:3d} x {site[0]}   [{name}]")
         last["time"], last["jobs"] = now, jobs
 
