@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
+import subprocess
 from importlib.metadata import version
 from pathlib import Path
 
@@ -61,6 +65,30 @@ def test_small_data_picks_the_client_compiler_for_a_short_process_and_parallel_g
     assert java_options.startswith(f"-Dderby.system.home={tmp_path}")
     assert ("-XX:TieredStopAtLevel=1" in java_options.split()) == client_compiler_only
     assert ("-XX:+UseParallelGC" in java_options.split()) == throughput_collector
+
+
+def test_a_short_process_keeps_the_code_cache_of_both_compilers(tmp_path: Path) -> None:
+    # The client compiler alone gives the JVM a 48 MB code cache by default; a crash-soak apply
+    # filled it in 19 s and the JVM's VirtualMachineError stopped the SparkContext.
+    settings = LocalSparkSettings(tmp_path, small_data=True, write_class_archive=True)
+    java_options = local_session_options(settings, tmp_path)["spark.driver.extraJavaOptions"]
+    vm_options = [option for option in java_options.split() if option.startswith("-XX:")]
+    flags = subprocess.run(
+        [_java(), *vm_options, "-XX:+PrintFlagsFinal", "-version"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    code_cache = re.search(r"\bReservedCodeCacheSize\s*=\s*(\d+)", flags)
+    assert code_cache is not None, flags[-2000:]
+    assert int(code_cache.group(1)) >= 240 * 1024 * 1024
+
+
+def _java() -> str:
+    java_home = os.environ.get("JAVA_HOME")
+    java = Path(java_home) / "bin" / "java" if java_home else shutil.which("java")
+    assert java is not None, "no java on PATH and no JAVA_HOME"
+    return str(java)
 
 
 def test_the_local_session_keeps_only_the_last_few_queries_in_its_status_store(

@@ -42,7 +42,11 @@ SMALL_DATA_OPTIONS = {
 # pays back. The client compiler alone: `lakeapply --small-data ingest` on an empty landing,
 # fresh warehouses, alternated, 81 and 66 s against 122 and 95 s (2026-12-04, loaded 2-core
 # machine). Not for long-lived sessions: three test files ran 1.6x slower with it (2026-12-02).
-SHORT_SMALL_DATA_PROCESS_JAVA_OPTIONS = " -XX:TieredStopAtLevel=1"
+# The client compiler alone also shrinks the JVM's code cache to the client VM's 48 MB (240 MB
+# with both compilers), which Spark's generated and compiled code filled in 19 s of a crash-soak
+# apply (2026-12-05): "Out of space in CodeCache for adapters", a VirtualMachineError that stops
+# the SparkContext and fails the command. So the cache keeps the tiered default's size.
+SHORT_SMALL_DATA_PROCESS_JAVA_OPTIONS = " -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 # A long-lived session on small data (the tests', the testing kit's) runs many small queries on a
 # heap that stays small: the throughput collector spends less of the two cores than G1's
 # concurrent work. Two test files on two workers, alternated: 530 and 557 s against 561 and
