@@ -558,11 +558,19 @@ def ingest(
         return
     spark = _spark(obj)
     with progress_steps("ingesting") as step:
-        report = run_ingest(spark, _catalog(obj), landing, progress=step, capture_format=fmt)
-    if report.batch_id is None:
+        reports = [run_ingest(spark, _catalog(obj), landing, progress=step, capture_format=fmt)]
+        # A resumed batch reads only the byte ranges its killed run planned; what landed since
+        # is new, and a completed `ingest` has ingested everything landed before it started.
+        # (At most once more: batches run one after the other, so only one can be unfinished.)
+        while reports[-1].resumed:
+            reports.append(
+                run_ingest(spark, _catalog(obj), landing, progress=step, capture_format=fmt)
+            )
+    ingested = [report for report in reports if report.batch_id is not None]
+    if not ingested:
         click.echo("nothing new to ingest")
-        return
-    click.echo(_describe_ingest(report))
+    for report in ingested:
+        click.echo(_describe_ingest(report))
 
 
 @main.command()

@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 from chispa import assert_df_equality
+from click.testing import CliRunner
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from lakeapply import cli
 from lakeapply.bronze.ingest import SimulatedCrash, ensure_bronze_tables, ingest
 from lakeapply.landing.generator import WorkloadSpec, write_workload
 from lakeapply.runtime.catalog import Catalog
@@ -85,6 +87,28 @@ def test_an_ingest_after_its_caller_created_the_bronze_tables_is_the_first_batch
     assert (report.batch_id, report.lines, report.bronze_rows) == (1, 2, 2)
     assert bronze(spark, catalog) == (2, 0)
     assert ingest(spark, catalog, landing, bronze_tables_created=set()).batch_id is None
+
+
+def test_the_ingest_command_after_a_killed_batch_also_ingests_what_landed_since_its_plan(
+    spark, catalog, landing: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by the crash soak: the run after a kill finished the killed batch (its planned byte
+    # ranges) and stopped, so lines landed after that plan waited for another ingest.
+    first = with_(transaction_id="1.1.1", scn=10)
+    (landing / "a.jsonl").write_text(line(first) + line({**COMMIT, "transaction_id": "1.1.1"}))
+    with pytest.raises(SimulatedCrash):
+        ingest(spark, catalog, landing, crash_after="plan")
+    with (landing / "a.jsonl").open("a") as grown:
+        grown.write(line(with_(transaction_id="2.2.2", scn=20)))
+    monkeypatch.setattr(cli, "_spark", lambda _: spark)
+    monkeypatch.setattr(cli, "_catalog", lambda _: catalog)
+
+    result = CliRunner().invoke(cli.main, ["ingest", "--landing", str(landing)])
+
+    assert result.exit_code == 0, result.output
+    assert "ingest batch 1 (resumed): 2 lines" in result.output
+    assert "ingest batch 2: 1 lines" in result.output
+    assert bronze(spark, catalog) == (3, 0)
 
 
 BAD_LINES = [
