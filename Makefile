@@ -48,7 +48,7 @@ test-slow: $(STAMP) ## Wide property runs: the differential at >= 300 workloads 
 
 .PHONY: soak
 soak: $(STAMP) ## Crash soak: the 10-kill scenario, then >= 100 seeded SIGKILLs of real ingest/apply processes (hours)
-	$(BIN)/pytest -q -m soak
+	$(BIN)/pytest -q -s -m soak  # -s: each passed seed and the kill count print as they happen
 
 BENCH_STAMP := $(VENV)/.bench-installed
 BENCH_ARGS ?=
