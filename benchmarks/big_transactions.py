@@ -54,6 +54,7 @@ class Result:
     note: str
     driver_peak_mib: float | None
     jvm_heap_mib: float | None
+    worker_peak_mib: float | None = None
 
 
 def _insert(transaction: str, scn: int, key: int) -> dict[str, Any]:
@@ -135,7 +136,7 @@ def _measure(spark: SparkSession, case: str, lcrs: int, run: Callable[[], str]) 
         note = run()
         seconds = time.perf_counter() - started
     print(f"  {case:<44} {seconds:8.1f} s  {note}", flush=True)
-    return Result(case, lcrs, seconds, note, peak.driver_mib, peak.jvm_heap_mib)
+    return Result(case, lcrs, seconds, note, peak.driver_mib, peak.jvm_heap_mib, peak.worker_mib)
 
 
 def one_big_transaction(spark: SparkSession, work: Path, lcrs: int) -> list[Result]:
@@ -283,15 +284,20 @@ def markdown(results: list[Result], driver_memory: str) -> str:
         "",
         f"{_machine()}, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, driver heap {driver_memory}.",
         "Peak driver memory: Python + JVM resident high-water marks during the case (local mode:",
-        "the JVM is driver and executors).",
+        "the JVM is driver and executors). Peak worker: the largest high-water mark among the",
+        "Python worker processes (shared pages counted in each).",
         "",
-        "| case | LCRs | seconds | peak driver MiB | JVM heap after GC MiB | note |",
-        "|---|---:|---:|---:|---:|---|",
+        "| case | LCRs | seconds | peak driver MiB | JVM heap after GC MiB | peak worker MiB "
+        "| note |",
+        "|---|---:|---:|---:|---:|---:|---|",
     ]
     for r in results:
         peak = "" if r.driver_peak_mib is None else f"{r.driver_peak_mib:,.0f}"
         heap = "" if r.jvm_heap_mib is None else f"{r.jvm_heap_mib:,.0f}"
-        lines.append(f"| {r.case} | {r.lcrs:,} | {r.seconds:.2f} | {peak} | {heap} | {r.note} |")
+        worker = "" if r.worker_peak_mib is None else f"{r.worker_peak_mib:,.0f}"
+        lines.append(
+            f"| {r.case} | {r.lcrs:,} | {r.seconds:.2f} | {peak} | {heap} | {worker} | {r.note} |"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -22,6 +22,10 @@ class PeakMemory:
     python_mib: float | None = None
     jvm_mib: float | None = None
     jvm_heap_mib: float | None = None  # heap in use at the end of the run (after a GC)
+    # The largest high-water mark among the Python workers (the JVM's descendants: the pyspark
+    # daemon and the workers it forks, reused across tasks): a stage or fold that held a whole
+    # transaction in one worker would show here, not in the driver's figures.
+    worker_mib: float | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -49,6 +53,24 @@ def _high_water_mib(pid: int) -> float | None:
     return None
 
 
+def _descendants(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            # the command name (field 2) is in parentheses and may hold spaces
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found: list[int] = []
+    pending = [root]
+    while pending:
+        for child in children.get(pending.pop(), []):
+            found.append(child)
+            pending.append(child)
+    return found
+
+
 @contextmanager
 def peak_memory(spark: SparkSession) -> Iterator[PeakMemory]:
     jvm: Any = spark.sparkContext._jvm
@@ -57,9 +79,13 @@ def peak_memory(spark: SparkSession) -> Iterator[PeakMemory]:
     peak = PeakMemory()
     if not (_reset(python_pid) and _reset(jvm_pid)):
         peak.notes.append("could not reset the high-water mark: peaks are since process start")
+    for worker in _descendants(jvm_pid):
+        _reset(worker)
     yield peak
     peak.python_mib = _high_water_mib(python_pid)
     peak.jvm_mib = _high_water_mib(jvm_pid)
+    workers = [_high_water_mib(worker) for worker in _descendants(jvm_pid)]
+    peak.worker_mib = max((w for w in workers if w is not None), default=None)
     runtime = jvm.java.lang.Runtime.getRuntime()
     jvm.java.lang.System.gc()
     peak.jvm_heap_mib = (runtime.totalMemory() - runtime.freeMemory()) / 2**20
