@@ -19,7 +19,6 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from lakeapply.bronze.tables import LCR_TABLE
 from lakeapply.contract.identifiers import quote
@@ -55,7 +54,7 @@ from lakeapply.silver.late import (
 from lakeapply.silver.plan import previous_progress
 from lakeapply.silver.rules import apply_rule_actions, passes_rules, routing_frame
 from lakeapply.silver.settings import ApplySettings, DestinationTable
-from lakeapply.silver.stage import STAGED_COLUMNS, stage_function
+from lakeapply.silver.stage import stage_lcrs
 from lakeapply.silver.transactions import TRANSACTION_KEY, assemble_transactions, without_copies
 from lakeapply.silver.transformations import transform_row_lcrs
 
@@ -310,21 +309,21 @@ def stage_row_lcrs(
 
 def stage_messages(settings: ApplySettings, executed: DataFrame) -> DataFrame:
     """Each LCR to execute (``STAGE_INPUT_COLUMNS``, the value images, ``HANDLER_ERROR`` and
-    ``HANDLER_SEQUENCE``)
-    staged: instantiation-SCN discard, keys, conversion, static errors (materialized)."""
-    # Only what the stage and the fold read crosses into Python (not the raw line, not lineage).
+    ``HANDLER_SEQUENCE``) staged: instantiation-SCN discard, keys, conversion, static errors
+    (``silver/stage.py``, materialized)."""
+    # Only what the stage and the fold read is kept (not the raw line, not lineage); the value
+    # arrays serve the stage's Spark path, their JSON text the Python one and the fold.
     to_stage = executed.select(
         *STAGE_INPUT_COLUMNS,
         HANDLER_ERROR,
         HANDLER_SEQUENCE,
+        "old_values",
+        "new_values",
         # A NULL column value is data ("value": null), not an absent field.
         F.to_json("old_values", {"ignoreNullFields": "false"}).alias("old_json"),
         F.to_json("new_values", {"ignoreNullFields": "false"}).alias("new_json"),
     )
-    staged_schema = T.StructType(
-        to_stage.schema.fields + T._parse_datatype_string(STAGED_COLUMNS).fields  # type: ignore[attr-defined]
-    )
-    return materialize(to_stage.mapInPandas(stage_function(settings), staged_schema))
+    return stage_lcrs(settings, to_stage)
 
 
 def fold_input_for(cycle: Cycle, staged: DataFrame) -> tuple[DataFrame, dict[str, KeyBounds], int]:

@@ -87,12 +87,15 @@ def _key_of(table: DestinationTable, key_text: str) -> Key:
 
 
 def key_text(table: DestinationTable, key: Key) -> str:
-    """The canonical JSON text of a key (what Spark joins and groups on)."""
+    """The canonical JSON text of a key (what Spark joins and groups on), written as Spark's
+    ``to_json`` writes it: the stage reads most keys in Spark (``silver/stage.py``)."""
     return json.dumps(
         [
             to_canonical_text(table.definition.column(column), value)
             for column, value in zip(table.effective_key, key, strict=True)
-        ]
+        ],
+        separators=(",", ":"),
+        ensure_ascii=False,
     )
 
 

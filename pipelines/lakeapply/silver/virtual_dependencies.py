@@ -38,7 +38,7 @@ CHILD, PARENT = "CHILD", "PARENT"
 TOUCH_COLUMNS = (*TRANSACTION_KEY, "commit_scn", "silver_table", "group_id")
 
 
-def _dependencies_of(
+def dependencies_of(
     settings: ApplySettings, table: DestinationTable
 ) -> tuple[ValueDependency, ...]:
     definition = table.definition
@@ -75,7 +75,7 @@ def dependency_values(
     """The value tuples a row LCR involves, as JSON ``[[dependency, [canonical values]], ...]``
     (None: none). A value that does not convert involves nothing (its error comes later)."""
     found: set[str] = set()
-    for dependency in _dependencies_of(settings, table):
+    for dependency in dependencies_of(settings, table):
         columns = [table.definition.column(c) for c in dependency.columns]
         for image in _images(lcr):
             if not all(c.name in image for c in columns):
