@@ -20,7 +20,7 @@ from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
 from lakeapply.errors import ConfigurationError, EnvironmentSetupError
-from lakeapply.runtime import jvm_cache
+from lakeapply.runtime import jvm_cache, scratch
 
 DELTA_SCALA_VERSION = "2.13"
 JVM_MEMORY_SIZE = re.compile(r"[1-9][0-9]*[mMgG]")
@@ -179,6 +179,8 @@ def get_spark(
     warehouse = settings.warehouse.resolve()
     warehouse.mkdir(parents=True, exist_ok=True)
     options = local_session_options(settings, warehouse)
+    if SparkContext._gateway is None and "SPARK_LOCAL_DIRS" not in os.environ:
+        options["spark.local.dir"] = str(scratch.process_scratch(scratch.scratch_root()))
     builder = SparkSession.builder.enableHiveSupport()
     for key, value in options.items():
         builder = builder.config(key, value)
