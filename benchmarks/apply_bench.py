@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import platform
+import random
 import shutil
 import tempfile
 import time
@@ -43,7 +44,11 @@ from pyspark.sql import functions as F
 from lakeapply.bronze.ingest import ingest
 from lakeapply.bronze.tables import LCR_TABLE
 from lakeapply.contract.table_definitions import TableDefinition
-from lakeapply.landing.generator import WorkloadSpec, write_workload
+from lakeapply.landing.generator import (
+    WorkloadSpec,
+    synthetic_table_definitions,
+    write_workload,
+)
 from lakeapply.runtime.catalog import Catalog
 from lakeapply.runtime.session import LocalSparkSettings, get_spark
 from lakeapply.silver.engine import load_initial_copy, run_apply
@@ -285,23 +290,86 @@ def _apply_cycles(spark: SparkSession, catalog: Catalog, settings: ApplySettings
     return f"{len(run_apply(spark, catalog, settings))} cycle(s)"
 
 
+SCALING_LAYOUTS = ("appended", "spread")
+
+
+def _spread_updates(landing: Path, definition: TableDefinition, rows: int, changes: int) -> int:
+    """``changes`` UPDATEs of existing rows whose keys are drawn uniformly from the whole table
+    (``0 <= ID < rows``, each at most once), four per transaction, as landing lines; returns an
+    instantiation SCN below them. Each UPDATE carries the key and the changed NAME's before image,
+    which matches the existing row, so no change conflicts."""
+    keys = random.Random(rows + changes).sample(range(rows), min(changes, rows))
+    landing.mkdir(parents=True)
+    first_scn = 1_000_000
+    scn = first_scn
+    lines = []
+    for start in range(0, len(keys), 4):
+        transaction = f"9.{start // 4}.1"
+        for key in keys[start : start + 4]:
+            scn += 1
+            lines.append(
+                {
+                    "source_database_name": SOURCE,
+                    "command_type": "UPDATE",
+                    "object_owner": definition.owner,
+                    "object_name": definition.name,
+                    "transaction_id": transaction,
+                    "scn": scn,
+                    "old_values": [
+                        {"column_name": "ID", "data_type": "NUMBER", "value": str(key)},
+                        {
+                            "column_name": "NAME",
+                            "data_type": "VARCHAR2",
+                            "value": f"existing {key}",
+                        },
+                    ],
+                    "new_values": [
+                        {"column_name": "NAME", "data_type": "VARCHAR2", "value": f"changed {key}"}
+                    ],
+                }
+            )
+        scn += 1
+        lines.append(
+            {
+                "source_database_name": SOURCE,
+                "command_type": "COMMIT",
+                "transaction_id": transaction,
+                "scn": scn,
+            }
+        )
+    with (landing / "spread-updates.jsonl").open("w") as out:
+        out.writelines(json.dumps(line, separators=(",", ":")) + "\n" for line in lines)
+    return first_scn - 1
+
+
 def run_scaling(
-    spark: SparkSession, work: Path, changes: int, existing: list[int]
+    spark: SparkSession, work: Path, changes: int, existing: list[int], layout: str
 ) -> list[Measurement]:
-    """Fixed ``changes`` LCRs into one table that already holds each of ``existing`` rows."""
+    """Fixed ``changes`` LCRs into one table that already holds each of ``existing`` rows.
+
+    ``appended``: the generator's workload, whose keys lie above the existing rows' (an initial
+    copy the changes never touch). ``spread``: UPDATEs of existing rows with keys drawn uniformly
+    from the whole table, so every file of the table holds rows the changes address."""
     results = []
     for rows in existing:
-        print(f"\n{changes:,} LCRs into 1 table of {rows:,} rows", flush=True)
-        landing, definitions, initial_scn = _workload(changes, 1, work)
-        catalog = Catalog(f"scale_{rows}")
+        print(f"\n{changes:,} LCRs ({layout} keys) into 1 table of {rows:,} rows", flush=True)
+        if layout == "spread":
+            definitions: tuple[TableDefinition, ...] = (synthetic_table_definitions(1)[0],)
+            landing = work / f"landing-spread-{rows}"
+            shutil.rmtree(landing, ignore_errors=True)
+            initial_scn = _spread_updates(landing, definitions[0], rows, changes)
+            first_key = 0
+        else:
+            landing, definitions, initial_scn = _workload(changes, 1, work)
+            first_key = -rows
+        catalog = Catalog(f"scale_{layout}_{rows}")
         ingest(spark, catalog, landing)
         settings = apply_settings(definitions, initial_scn)
         ensure_destination_tables(spark, catalog, settings)
         table = settings.tables[0]
-        # Existing rows hold keys below the workload's (they are not touched by it), written in
-        # key order like an initial copy, so the files' key ranges are disjoint.
+        # Written in key order like an initial copy, so the files' key ranges are disjoint.
         copy = (
-            spark.range(-rows, 0)
+            spark.range(first_key, first_key + rows)
             .select(
                 F.col("id").alias("ID"),
                 F.concat(F.lit("existing "), F.col("id").cast("string")).alias("NAME"),
@@ -319,7 +387,13 @@ def run_scaling(
         results.append(
             _timed(spark, "lakeapply", changes, 1, partial(_apply_cycles, spark, catalog, settings))
         )
-        results[-1] = Measurement(**{**asdict(results[-1]), "existing_rows": rows})
+        results[-1] = Measurement(
+            **{
+                **asdict(results[-1]),
+                "existing_rows": rows,
+                "note": f"{layout} keys, {results[-1].note}",
+            }
+        )
     return results
 
 
@@ -427,6 +501,12 @@ def main() -> None:
     )
     parser.add_argument("--scaling-changes", type=int, default=100_000)
     parser.add_argument("--scaling-rows", default="100000,10000000")
+    parser.add_argument(
+        "--scaling-layout",
+        choices=SCALING_LAYOUTS,
+        default="spread",
+        help="spread: UPDATEs of existing keys drawn from the whole table; appended: new keys",
+    )
     parser.add_argument("--work", type=Path, default=None, help="scratch folder (default: temp)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()  # fmt: skip
@@ -444,7 +524,7 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     if args.scaling:
         rows = [int(r) for r in args.scaling_rows.split(",")]
-        results = run_scaling(spark, work, args.scaling_changes, rows)
+        results = run_scaling(spark, work, args.scaling_changes, rows, args.scaling_layout)
         text = markdown(results, "lakeapply apply: fixed changes into tables of growing size")
         write_results(args.out, "scaling", text)
     else:
