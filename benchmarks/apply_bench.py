@@ -291,6 +291,7 @@ def _apply_cycles(spark: SparkSession, catalog: Catalog, settings: ApplySettings
 
 
 SCALING_LAYOUTS = ("appended", "spread")
+DELETION_VECTORS_DEFAULT = "spark.databricks.delta.properties.defaults.enableDeletionVectors"
 
 
 def _spread_updates(landing: Path, definition: TableDefinition, rows: int, changes: int) -> int:
@@ -502,6 +503,11 @@ def main() -> None:
     parser.add_argument("--scaling-changes", type=int, default=100_000)
     parser.add_argument("--scaling-rows", default="100000,10000000")
     parser.add_argument(
+        "--deletion-vectors",
+        action="store_true",
+        help="new Delta tables get deletion vectors (Spark's default table property conf)",
+    )
+    parser.add_argument(
         "--scaling-layout",
         choices=SCALING_LAYOUTS,
         default="spread",
@@ -515,6 +521,8 @@ def main() -> None:
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     spark = get_spark(LocalSparkSettings(work / "warehouse", app_name="lakeapply-bench"))
+    if args.deletion_vectors:  # what Databricks does for new tables by default
+        spark.conf.set(DELETION_VECTORS_DEFAULT, "true")
     methods = tuple(m.strip() for m in args.methods.split(",") if m.strip())
     unknown = set(methods) - set(METHODS)
     if unknown:
@@ -525,6 +533,10 @@ def main() -> None:
     if args.scaling:
         rows = [int(r) for r in args.scaling_rows.split(",")]
         results = run_scaling(spark, work, args.scaling_changes, rows, args.scaling_layout)
+        if args.deletion_vectors:
+            results = [
+                Measurement(**{**asdict(r), "note": f"{r.note}, deletion vectors"}) for r in results
+            ]
         text = markdown(results, "lakeapply apply: fixed changes into tables of growing size")
         write_results(args.out, "scaling", text)
     else:
