@@ -37,3 +37,10 @@ def test_the_local_session_keeps_its_scratch_in_its_own_folder(spark: SparkSessi
     local_dir = Path(spark.sparkContext.getConf().get("spark.local.dir") or "")
     assert local_dir.parent == scratch_root()
     assert local_dir.name.isdigit()
+
+
+def test_the_jvm_keeps_its_temporary_files_in_the_same_folder(spark: SparkSession) -> None:
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    temporary = Path(str(jvm.java.lang.System.getProperty("java.io.tmpdir")))
+    assert temporary == Path(spark.sparkContext.getConf().get("spark.local.dir") or "")

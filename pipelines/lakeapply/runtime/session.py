@@ -180,7 +180,11 @@ def get_spark(
     warehouse.mkdir(parents=True, exist_ok=True)
     options = local_session_options(settings, warehouse)
     if SparkContext._gateway is None and "SPARK_LOCAL_DIRS" not in os.environ:
-        options["spark.local.dir"] = str(scratch.process_scratch(scratch.scratch_root()))
+        folder = scratch.process_scratch(scratch.scratch_root())
+        options["spark.local.dir"] = str(folder)
+        # The JVM's own temporary files too (spark-submit's folder, native libraries the
+        # compression codecs unpack): a killed JVM leaves them where its scratch is removed.
+        options["spark.driver.extraJavaOptions"] += f' "-Djava.io.tmpdir={folder}"'
     builder = SparkSession.builder.enableHiveSupport()
     for key, value in options.items():
         builder = builder.config(key, value)
