@@ -209,7 +209,7 @@ def _value_of(image: Column, name: str) -> tuple[Column, Column]:
     found = F.filter(
         F.coalesce(image, F.array()), lambda value: value["column_name"] == F.lit(name)
     )
-    return F.size(found) == 1, found[0]["value"]
+    return F.size(found) == 1, F.get(found, 0)["value"]  # get: NULL, not an error, when absent
 
 
 def _converted(column: _KeyColumn, raw: Column) -> tuple[Column, Column]:
