@@ -198,18 +198,24 @@ def _routing_errors(settings: ApplySettings) -> tuple[Column, Column]:
     return number, message
 
 
+def _names(image: Column) -> Column:
+    """The column names of an image, in order (no lambda: Spark compiles the whole stage)."""
+    return F.coalesce(image, F.array())["column_name"]
+
+
 def _unique_names(image: Column) -> Column:
     """No column twice in the image (rowops raises ORA-00957 for that: Python names it)."""
-    names = F.transform(F.coalesce(image, F.array()), lambda value: value["column_name"])
+    names = _names(image)
     return F.size(F.array_distinct(names)) == F.size(names)
 
 
 def _value_of(image: Column, name: str) -> tuple[Column, Column]:
-    """(present, raw value) of one column in an image."""
-    found = F.filter(
-        F.coalesce(image, F.array()), lambda value: value["column_name"] == F.lit(name)
-    )
-    return F.size(found) == 1, F.get(found, 0)["value"]  # get: NULL, not an error, when absent
+    """(present, raw value) of one column in an image whose names are unique (the stage checks
+    that first). ``array_position`` and ``get`` instead of a ``filter`` lambda: a higher-order
+    function is interpreted row by row and turns off code generation for the whole projection."""
+    position = F.array_position(_names(image), F.lit(name))
+    # get: NULL, not an error, for the index -1 of an absent column (whatever ANSI says)
+    return position > 0, F.get(F.coalesce(image, F.array())["value"], position - 1)
 
 
 def _converted(column: _KeyColumn, raw: Column) -> tuple[Column, Column]:
@@ -231,68 +237,119 @@ def _key_json(values: list[Column]) -> Column:
     return F.to_json(F.array(*[value.cast("string") for value in values]))
 
 
-def _spark_keys(reading: tuple[_KeyColumn, ...]) -> tuple[Column, Column, Column]:
-    """(clean, key text, moved key text) of an LCR of a table read by ``reading``, as
+Layer = dict[str, Column]
+
+
+def _spark_keys(reading: tuple[_KeyColumn, ...], index: int) -> tuple[list[Layer], Column]:
+    """The layers of intermediate columns that read the key of an LCR of a table read by
+    ``reading`` (number ``index``), and (clean, key text, moved key text) over them, as
     ``rowops.lcr_keys`` finds them: INSERT from new_values, UPDATE and DELETE from old_values,
-    and for an UPDATE the key its new values move the row to (NULL when unchanged)."""
+    and for an UPDATE the key its new values move the row to (NULL when unchanged).
+
+    Layers, not one expression: each value is used several times (cleanliness, key, moved key)
+    and inside conditions, where Spark evaluates a subexpression again at every use."""
+    prefix = f"_r{index}_"
+
+    def col(name: str) -> Column:
+        return F.col(prefix + name)
+
     command = F.col("command_type")
+    mine = F.col("_reading") == index
     keyed_by_old = command.isin("UPDATE", "DELETE")
-    key_image = F.when(keyed_by_old, F.col("old_values")).otherwise(F.col("new_values"))
-    new_image = F.col("new_values")
-    clean = command.isin("INSERT", "UPDATE", "DELETE") & _unique_names(key_image)
-    clean = clean & (~(command == "UPDATE") | _unique_names(new_image))
-    keys, moved, any_sent, changed = [], [], F.lit(False), F.lit(False)
-    for column in reading:
-        present, raw = _value_of(key_image, column.name)
-        readable, value = _converted(column, raw)
-        clean = clean & present & readable
-        sent, new_raw = _value_of(new_image, column.name)
-        new_readable, new_value = _converted(column, new_raw)
-        clean = clean & (~(command == "UPDATE") | ~sent | new_readable)
-        moved_value = F.when(sent, new_value).otherwise(value)
+    images: Layer = {
+        prefix + "key_image": F.when(
+            mine, F.when(keyed_by_old, F.col("old_values")).otherwise(F.col("new_values"))
+        ),
+        prefix + "new_image": F.when(mine, F.col("new_values")),
+    }
+    lookups: Layer = {
+        prefix + "names_ok": command.isin("INSERT", "UPDATE", "DELETE")
+        & _unique_names(col("key_image"))
+        & (~(command == "UPDATE") | _unique_names(col("new_image")))
+    }
+    for number, column in enumerate(reading):
+        present, raw = _value_of(col("key_image"), column.name)
+        sent, new_raw = _value_of(col("new_image"), column.name)
+        lookups |= {
+            f"{prefix}present{number}": present,
+            f"{prefix}raw{number}": raw,
+            f"{prefix}sent{number}": sent,
+            f"{prefix}new_raw{number}": new_raw,
+        }
+    conversions: Layer = {}
+    for number, column in enumerate(reading):
+        readable, value = _converted(column, col(f"raw{number}"))
+        new_readable, new_value = _converted(column, col(f"new_raw{number}"))
+        conversions |= {
+            f"{prefix}readable{number}": readable,
+            f"{prefix}value{number}": value,
+            f"{prefix}new_readable{number}": new_readable,
+            f"{prefix}new_value{number}": new_value,
+        }
+    clean, keys, moved, any_sent, changed = col("names_ok"), [], [], F.lit(False), F.lit(False)
+    for number in range(len(reading)):
+        value, sent = col(f"value{number}"), col(f"sent{number}")
+        moved_value = F.when(sent, col(f"new_value{number}")).otherwise(value)
+        clean = clean & col(f"present{number}") & col(f"readable{number}")
+        clean = clean & (~(command == "UPDATE") | ~sent | col(f"new_readable{number}"))
         keys.append(value)
         moved.append(moved_value)
         any_sent = any_sent | sent
         changed = changed | ~moved_value.eqNullSafe(value)
     moved_text = F.when((command == "UPDATE") & any_sent & changed, _key_json(moved))
-    return clean, _key_json(keys), moved_text
+    return [images, lookups, conversions], F.struct(
+        clean.alias("clean"), _key_json(keys).alias("key"), moved_text.alias("moved")
+    )
 
 
-def _by_reading(readings: list[tuple[_KeyColumn, ...]]) -> tuple[Column, Column, Column]:
-    """The key columns of each LCR, chosen by its table's key reading."""
-    parts = [_spark_keys(reading) for reading in readings]
-    if not parts:
-        return F.lit(False), F.lit(None).cast("string"), F.lit(None).cast("string")
-    chosen = []
-    for position in range(3):
-        expression = F.lit(None)
-        for index in reversed(range(len(parts))):
-            expression = F.when(F.col("_reading") == index, parts[index][position]).otherwise(
-                expression
-            )
-        chosen.append(expression)
-    return chosen[0], chosen[1], chosen[2]
+def _by_reading(readings: list[tuple[_KeyColumn, ...]]) -> tuple[list[Layer], Column]:
+    """The layers of every key reading, and the (clean, key, moved) struct of each LCR, chosen
+    by its table's key reading."""
+    layers: list[Layer] = [{}, {}, {}]
+    chosen: Column = F.lit(None)
+    for index, reading in reversed(list(enumerate(readings))):
+        reading_layers, keys = _spark_keys(reading, index)
+        for layer, more in zip(layers, reading_layers, strict=True):
+            layer.update(more)
+        chosen = F.when(F.col("_reading") == index, keys).otherwise(chosen)
+    if not readings:
+        chosen = F.struct(
+            F.lit(False).alias("clean"),
+            F.lit(None).cast("string").alias("key"),
+            F.lit(None).cast("string").alias("moved"),
+        )
+    return layers, chosen
 
 
 def _staged_in_spark(settings: ApplySettings, to_stage: DataFrame) -> DataFrame:
     """Every LCR with the STAGED_COLUMNS Spark decides, and ``_IN_PYTHON`` for the ones whose
     key Python reads."""
     objects, readings = _destination_objects(settings, to_stage)
-    joined = to_stage.join(F.broadcast(objects), list(_OBJECT), "left")
+    frame = to_stage.join(F.broadcast(objects), list(_OBJECT), "left")
     error_number, error_message = _routing_errors(settings)
+    layers, keys = _by_reading(readings)
+    for layer in layers:
+        frame = frame.withColumns(layer)
     routed = error_number.isNull()
-    discarded = routed & (F.col("commit_scn") <= F.col("_instantiation_scn"))
+    frame = frame.withColumns(
+        {
+            "_error_number": error_number,
+            "_discarded": routed & (F.col("commit_scn") <= F.col("_instantiation_scn")),
+            "_keys": keys,
+        }
+    )
+    routed = F.col("_error_number").isNull()
+    discarded = F.col("_discarded")
     handler_error = routed & ~discarded & F.col(HANDLER_ERROR).isNotNull()
     decided = ~routed | discarded | handler_error
-    clean, key, moved = _by_reading(readings)
-    keyed = ~decided & F.col("_reading").isNotNull() & clean
+    keyed = ~decided & F.col("_reading").isNotNull() & F.col("_keys.clean")
     output = [c for c in to_stage.columns if c not in _IMAGES]
-    return joined.select(
+    return frame.select(
         *output,
         discarded.alias("discarded"),
-        F.when(keyed, key).alias("key_text"),
-        F.when(keyed, moved).alias("moved_key_text"),
-        F.when(~routed, error_number)
+        F.when(keyed, F.col("_keys.key")).alias("key_text"),
+        F.when(keyed, F.col("_keys.moved")).alias("moved_key_text"),
+        F.when(~routed, F.col("_error_number"))
         .when(handler_error, F.lit(HANDLER_ERROR_NUMBER).cast("long"))
         .alias("static_error_number"),
         F.when(~routed, error_message)
