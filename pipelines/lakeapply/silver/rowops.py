@@ -61,26 +61,25 @@ def convert_value(column: ColumnDefinition, raw: str | int | float | None) -> An
     Raises ApplyRowError with the Oracle error when the value does not convert exactly (D8)."""
     if raw is None:
         return None
-    if isinstance(raw, bool) or not isinstance(raw, str | int | float):
+    if type(raw) is not str and (isinstance(raw, bool) or not isinstance(raw, str | int | float)):
         raise TypeError(f"column {column.name}: {raw!r} is not an LCR value (string or number)")
-    family = column.oracle_type.family
-    if family is TypeFamily.NUMBER:
-        return _to_number(column, raw)
-    if family is TypeFamily.FLOAT:
-        return _to_float(column, raw)
-    if family in (TypeFamily.CHARACTER, TypeFamily.LOB_CHARACTER):
-        return _to_character(column, raw)
-    if family in (TypeFamily.DATETIME, TypeFamily.DATETIME_TZ):
-        return _to_datetime(column, raw)
-    if family is TypeFamily.INTERVAL_YM:
-        return _to_interval_year_to_month(column, raw)
-    if family is TypeFamily.INTERVAL_DS:
-        return _to_interval_day_to_second(column, raw)
-    return _to_binary(column, raw)  # BINARY, LOB_BINARY
+    # A table lookup, not a chain of tests: this runs for every value of every LCR.
+    return _CONVERTERS[column.oracle_type.family](column, raw)
 
 
 def _number_text(raw: str | int | float) -> str:
     return raw if isinstance(raw, str) else repr(raw)
+
+
+_QUANTUM = {scale: Decimal(1).scaleb(-scale) for scale in range(-84, 128)}
+
+
+def _too_large(column: ColumnDefinition, text: str, precision: int, scale: int) -> ApplyRowError:
+    return _ora(
+        1438,
+        f"value larger than specified precision allowed for this column: column "
+        f"{column.name} value {text.strip()!r} (precision {precision}, scale {scale})",
+    )
 
 
 def _to_number(column: ColumnDefinition, raw: str | int | float) -> Decimal:
@@ -88,26 +87,24 @@ def _to_number(column: ColumnDefinition, raw: str | int | float) -> Decimal:
     if not _NUMBER_TEXT.fullmatch(text):
         raise _ora(1722, f"invalid number: column {column.name} value {text!r}")
     value = Decimal(text.strip())
-    precision = column.oracle_type.precision
-    scale = column.oracle_type.scale or 0
+    oracle_type = column.oracle_type
+    precision = oracle_type.precision
+    scale = oracle_type.scale or 0
     if precision is None:  # NUMBER, FLOAT(b): stored as DECIMAL(38,10) (oracle_types docstring)
         precision, scale = MAX_DECIMAL_PRECISION, UNCONSTRAINED_NUMBER_SCALE
-
-    def too_large() -> ApplyRowError:
-        return _ora(
-            1438,
-            f"value larger than specified precision allowed for this column: column "
-            f"{column.name} value {text.strip()!r} (precision {precision}, scale {scale})",
-        )
-
     # At most precision - scale digits before the point; checked before rounding (so that
     # quantize never works on absurd exponents) and after it (9.995 -> 10.00).
-    if value != 0 and value.adjusted() >= precision - scale:
-        raise too_large()
-    rounded = value.quantize(Decimal(1).scaleb(-scale), context=_DECIMAL_CONTEXT)
-    if rounded != 0 and rounded.adjusted() >= precision - scale:
-        raise too_large()
-    return rounded.copy_abs() if rounded == 0 else rounded  # no negative zero
+    if value and value.adjusted() >= precision - scale:
+        raise _too_large(column, text, precision, scale)
+    quantum = _QUANTUM.get(scale)
+    rounded = value.quantize(
+        Decimal(1).scaleb(-scale) if quantum is None else quantum, context=_DECIMAL_CONTEXT
+    )
+    if not rounded:
+        return rounded.copy_abs()  # no negative zero
+    if rounded.adjusted() >= precision - scale:
+        raise _too_large(column, text, precision, scale)
+    return rounded
 
 
 def _to_float(column: ColumnDefinition, raw: str | int | float) -> float:
@@ -152,22 +149,23 @@ def _to_character(column: ColumnDefinition, raw: str | int | float) -> str:
     return text
 
 
-def _to_datetime(column: ColumnDefinition, raw: str | int | float) -> datetime:
-    def bad() -> ApplyRowError:
-        return _ora(
-            1858,
-            "a non-numeric character was found where a numeric was expected: "
-            f"column {column.name} value {raw!r} is not an ISO-8601 date/time",
-        )
+def _not_a_datetime(column: ColumnDefinition, raw: str | int | float) -> ApplyRowError:
+    return _ora(
+        1858,
+        "a non-numeric character was found where a numeric was expected: "
+        f"column {column.name} value {raw!r} is not an ISO-8601 date/time",
+    )
 
+
+def _to_datetime(column: ColumnDefinition, raw: str | int | float) -> datetime:
     if not isinstance(raw, str):
-        raise bad()
+        raise _not_a_datetime(column, raw)
     try:
         value = datetime.fromisoformat(raw.strip())
     except ValueError:
-        raise bad() from None
+        raise _not_a_datetime(column, raw) from None
     if column.oracle_type.family is TypeFamily.DATETIME:
-        return value.replace(tzinfo=None)  # D8: wall-clock time, as CAST(... AS TIMESTAMP)
+        return value.replace(tzinfo=None) if value.tzinfo else value  # D8: wall-clock time
     if value.tzinfo is None:
         return value.replace(tzinfo=UTC)  # D8: no offset means UTC
     return value.astimezone(UTC)
@@ -245,6 +243,20 @@ def _to_binary(column: ColumnDefinition, raw: str | int | float) -> bytes:
             f'value too large for column "{column.name}" (actual: {len(value)}, maximum: {length})',
         )
     return value
+
+
+_CONVERTERS: dict[TypeFamily, Callable[[ColumnDefinition, str | int | float], Any]] = {
+    TypeFamily.NUMBER: _to_number,
+    TypeFamily.FLOAT: _to_float,
+    TypeFamily.CHARACTER: _to_character,
+    TypeFamily.LOB_CHARACTER: _to_character,
+    TypeFamily.DATETIME: _to_datetime,
+    TypeFamily.DATETIME_TZ: _to_datetime,
+    TypeFamily.INTERVAL_YM: _to_interval_year_to_month,
+    TypeFamily.INTERVAL_DS: _to_interval_day_to_second,
+    TypeFamily.BINARY: _to_binary,
+    TypeFamily.LOB_BINARY: _to_binary,
+}
 
 
 def _image(lcr: dict[str, Any], name: str) -> list[dict[str, Any]]:
