@@ -1,3 +1,6 @@
+import random
+
+import pytest
 from pyspark.sql import SparkSession
 
 from lakeapply.silver.components import key_components, seeds_reached
@@ -33,8 +36,15 @@ def test_a_chain_longer_than_one_hop_converges(spark: SparkSession) -> None:
 TOUCHES = "source_database_name string, transaction_id string, commit_scn long, silver_table string, group_id string"
 
 
+# The walk in one task (small cycles) and as Spark joins (large ones).
+WALKS = pytest.mark.parametrize("one_task_touches", [10_000, 0], ids=["one task", "spark joins"])
+
+
 def _seeds_reached(
-    spark: SparkSession, touches: list[tuple[str, str, int, str, str]], seeds: list[str]
+    spark: SparkSession,
+    touches: list[tuple[str, str, int, str, str]],
+    seeds: list[str],
+    one_task_touches: int = 10_000,
 ) -> set[str] | None:
     reached = seeds_reached(
         spark.createDataFrame(touches, TOUCHES),
@@ -42,12 +52,14 @@ def _seeds_reached(
             [("DB", s) for s in seeds], "source_database_name string, transaction_id string"
         ),
         max_iterations=16,
+        one_task_touches=one_task_touches,
     )
     return None if reached is None else {r.transaction_id for r in reached.collect()}
 
 
+@WALKS
 def test_a_seed_is_reached_through_a_transaction_that_shares_a_group_with_each(
-    spark: SparkSession,
+    spark: SparkSession, one_task_touches: int
 ) -> None:
     touches = [
         ("DB", "A", 1, "t", "g1"),
@@ -56,16 +68,20 @@ def test_a_seed_is_reached_through_a_transaction_that_shares_a_group_with_each(
         ("DB", "B", 3, "t", "g2"),
         ("DB", "C", 4, "t", "g3"),
     ]
-    assert _seeds_reached(spark, touches, ["A", "B", "C"]) == {"B"}
+    assert _seeds_reached(spark, touches, ["A", "B", "C"], one_task_touches) == {"B"}
 
 
-def test_only_a_seed_committing_later_is_reached(spark: SparkSession) -> None:
+@WALKS
+def test_only_a_seed_committing_later_is_reached(
+    spark: SparkSession, one_task_touches: int
+) -> None:
     touches = [("DB", "A", 5, "t", "g1"), ("DB", "B", 3, "t", "g1")]
-    assert _seeds_reached(spark, touches, ["A", "B"]) == {"A"}
+    assert _seeds_reached(spark, touches, ["A", "B"], one_task_touches) == {"A"}
 
 
+@WALKS
 def test_a_transaction_committing_after_a_seed_links_nothing_back_to_it(
-    spark: SparkSession,
+    spark: SparkSession, one_task_touches: int
 ) -> None:
     """D shares g1 with A and g3 with C, but commits after both: C's outcome cannot depend on
     A's through D."""
@@ -75,7 +91,7 @@ def test_a_transaction_committing_after_a_seed_links_nothing_back_to_it(
         ("DB", "D", 5, "t", "g1"),
         ("DB", "D", 5, "t", "g3"),
     ]
-    assert _seeds_reached(spark, touches, ["A", "C"]) == set()
+    assert _seeds_reached(spark, touches, ["A", "C"], one_task_touches) == set()
 
 
 def test_a_chain_longer_than_the_iteration_limit_gives_no_answer(spark: SparkSession) -> None:
@@ -88,5 +104,46 @@ def test_a_chain_longer_than_the_iteration_limit_gives_no_answer(spark: SparkSes
             [("DB", "T00"), ("DB", "T19")], "source_database_name string, transaction_id string"
         ),
         max_iterations=3,
+        one_task_touches=0,  # the one-task walk has no limit
     )
     assert reached is None
+
+
+def test_the_one_task_walk_follows_a_chain_of_any_length(spark: SparkSession) -> None:
+    chain = [("DB", f"T{i:02d}", i, "t", f"g{i}") for i in range(20)] + [
+        ("DB", f"T{i:02d}", i, "t", f"g{i - 1}") for i in range(1, 20)
+    ]
+    assert _seeds_reached(spark, chain, ["T00", "T10", "T19"]) == {"T10", "T19"}
+
+
+def _hops_by_hand(touches: list[tuple[str, str, int, str, str]], seeds: list[str]) -> set[str]:
+    """The definition, transaction by transaction in commit order: a transaction is reached
+    when a group it touches was touched before it by a seed or a reached transaction."""
+    tainted: set[str] = set()
+    reached: set[str] = set()
+    order = sorted({(scn, txn) for _, txn, scn, _, _ in touches})
+    for _, txn in order:
+        groups = {group for _, t, _, _, group in touches if t == txn}
+        if groups & tainted:
+            reached.add(txn)
+        if txn in seeds or txn in reached:
+            tainted |= groups
+    return reached & set(seeds)
+
+
+def test_both_walks_find_what_the_definition_finds_on_drawn_graphs(spark: SparkSession) -> None:
+    rng = random.Random(7)
+    for _ in range(4):
+        transactions = rng.randint(5, 14)
+        touches = [
+            ("DB", f"T{n:02d}", 100 + n, "t", f"g{rng.randint(0, 6)}")
+            for n in range(transactions)
+            for _ in range(rng.randint(1, 3))
+        ]
+        touches = list(dict.fromkeys(touches))
+        seeds = rng.sample([f"T{n:02d}" for n in range(transactions)], 3)
+        last = max(int(seed[1:]) for seed in seeds)
+        bounded = [touch for touch in touches if int(touch[1][1:]) <= last]
+        expected = _hops_by_hand(bounded, seeds)
+        assert _seeds_reached(spark, touches, seeds) == expected
+        assert _seeds_reached(spark, touches, seeds, one_task_touches=0) == expected
