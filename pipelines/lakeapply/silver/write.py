@@ -203,7 +203,13 @@ def _queue_errors(
         .withColumn("message_count", F.coalesce("message_count", "ddl_count"))
         .select(*ERROR_ROW_COLUMNS)
     )
-    messages = inputs.messages
+    # Only the failed transactions' messages: a predicate on the transaction, which Spark
+    # pushes below the routing's window to the bronze scan, so the cycle's other LCRs are not
+    # routed again (~4 s at 100k LCRs with 1% error transactions).
+    failed = frozenset(fold.failed)
+    messages = inputs.messages.where(
+        F.col("transaction_id").isin(*sorted({txn for _, txn in failed})) & is_one_of(failed)
+    )
     late_lcrs = late_lcr_messages(cycle, inputs)
     late_errors: dict[str, int] = {}
     if late_lcrs is not None:  # late LCRs: an error transaction each (silver/late.py)
