@@ -14,7 +14,8 @@ Two graphs of a cycle need them:
 
 Finer, and tried first: ``seeds_reached`` follows the shared groups forward in commit order only
 (a failure changes nothing that committed before it), so failures of one component that do
-not reach each other are proven in the same pass.
+not reach each other are proven in the same pass. Up to ``ONE_TASK_TOUCHES`` touches that walk
+is one pandas task (numpy per hop); above, one Spark join per hop.
 """
 
 from __future__ import annotations
