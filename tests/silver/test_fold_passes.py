@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 from lakeapply.silver import fold_passes
 from lakeapply.silver.fold import FoldPlan
 from lakeapply.silver.fold_passes import run_fold
-from lakeapply.testing import LakeapplyHarness, apply_settings, table_definition
+from lakeapply.testing import LakeapplyHarness, Transaction, apply_settings, table_definition
 
 T = table_definition("HR.T", {"ID": "NUMBER(10)", "V": "VARCHAR2(10)"}, primary_key=["ID"])
 
@@ -110,14 +110,10 @@ def test_failures_of_one_component_that_do_not_reach_each_other_are_proven_in_on
     assert sorted((r.ID, r.V) for r in lakeapply.silver("HR.T").collect()) == [(5, "a"), (6, "a")]
 
 
-def test_a_failure_an_earlier_one_reaches_through_a_transaction_between_them_waits(
-    lakeapply: LakeapplyHarness,
-) -> None:
-    lakeapply.configure(apply_settings(T, disable_on_error=False))
-    lakeapply.create_tables()
-    # Pass 1 applies 1.0.1's key 5, so 1.0.5 succeeds and inserts key 6, and 1.0.9 fails on
-    # key 6. But 1.0.1 fails (no key 1), so 1.0.5 fails too (no key 5) and 1.0.9 applies.
-    reports = lakeapply.run(
+def chain_of_three(lakeapply: LakeapplyHarness) -> list[Transaction]:
+    """Pass 1 applies 1.0.1's key 5, so 1.0.5 succeeds and inserts key 6, and 1.0.9 fails on
+    key 6. But 1.0.1 fails (no key 1), so 1.0.5 fails too (no key 5) and 1.0.9 applies."""
+    return [
         lakeapply.txn(scn=100, transaction_id="1.0.1")
         .insert("HR.T", ID=5, V="a")
         .update("HR.T", old={"ID": 1}, new={"ID": 1, "V": "x"})
@@ -127,11 +123,58 @@ def test_a_failure_an_earlier_one_reaches_through_a_transaction_between_them_wai
         .insert("HR.T", ID=6, V="from 1.0.5")
         .commit(scn=106),
         lakeapply.txn(scn=110, transaction_id="1.0.9").insert("HR.T", ID=6, V="ok").commit(scn=111),
-    )
+    ]
+
+
+def test_a_failure_an_earlier_one_reaches_through_a_transaction_between_them_waits(
+    lakeapply: LakeapplyHarness,
+) -> None:
+    lakeapply.configure(apply_settings(T, disable_on_error=False))
+    lakeapply.create_tables()
+
+    reports = lakeapply.run(*chain_of_three(lakeapply))
 
     assert [(r.passes, r.errors) for r in reports] == [(3, 2)]
     assert queued(lakeapply) == {"1.0.1": 26787, "1.0.5": 26787}
     assert [(r.ID, r.V) for r in lakeapply.silver("HR.T").collect()] == [(6, "ok")]
+
+
+def test_at_max_error_passes_the_cycle_ends_at_the_earliest_unproven_failure(
+    lakeapply: LakeapplyHarness,
+) -> None:
+    lakeapply.configure(apply_settings(T, disable_on_error=False, max_error_passes=2))
+    lakeapply.create_tables()
+
+    reports = lakeapply.run(*chain_of_three(lakeapply))
+
+    # Pass 1 proves 1.0.1 (1.0.9 is reached from it), pass 2 finds 1.0.5 and stops there:
+    # 1.0.9 waits for the next cycle, where it applies.
+    assert [(r.passes, r.errors) for r in reports] == [(2, 2), (1, 0)]
+    assert queued(lakeapply) == {"1.0.1": 26787, "1.0.5": 26787}
+    assert [(r.ID, r.V) for r in lakeapply.silver("HR.T").collect()] == [(6, "ok")]
+
+
+def test_a_failure_that_only_an_earlier_failure_caused_is_applied(
+    lakeapply: LakeapplyHarness,
+) -> None:
+    lakeapply.configure(apply_settings(T, disable_on_error=False, max_error_passes=2))
+    lakeapply.create_tables()
+    # 1.0.2's INSERT of key 5 collides with 1.0.1's only while 1.0.1 is assumed to apply.
+    reports = lakeapply.run(
+        lakeapply.txn(scn=100, transaction_id="1.0.1")
+        .insert("HR.T", ID=5, V="a")
+        .update("HR.T", old={"ID": 1}, new={"ID": 1, "V": "x"})
+        .commit(scn=101),
+        lakeapply.txn(scn=110, transaction_id="1.0.2").insert("HR.T", ID=5, V="b").commit(scn=111),
+        lakeapply.txn(scn=120, transaction_id="1.0.3")
+        .update("HR.T", old={"ID": 7}, new={"ID": 7, "V": "x"})
+        .commit(scn=121),
+    )
+
+    # Pass 1 proves 1.0.1 and 1.0.3 (nothing reaches it), not 1.0.2; pass 2 applies 1.0.2.
+    assert [(r.passes, r.errors) for r in reports] == [(2, 2)]
+    assert queued(lakeapply) == {"1.0.1": 26787, "1.0.3": 26787}
+    assert [(r.ID, r.V) for r in lakeapply.silver("HR.T").collect()] == [(5, "b")]
 
 
 def test_a_pass_after_a_failure_folds_only_the_groups_its_new_failures_touch(
