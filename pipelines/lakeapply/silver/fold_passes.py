@@ -15,6 +15,7 @@ transactions that depend on a failed or deferred one are held back (``dependent_
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession, Window
@@ -70,31 +71,74 @@ def known_failures(
     return late, failed, cut
 
 
+_GROUP = ["silver_table", "group_id"]
+
+
+@dataclass(frozen=True)
+class PassFold:
+    """A pass's fold, kept as the first pass's whole fold (``whole``, its error rows apart)
+    plus the latest fold of every group folded again since (``again``, over ``groups_again``).
+
+    A later pass costs its groups, not the cycle: nothing of the whole fold is copied again, and
+    the failures are read from the error rows only. ``frame`` puts the two together, once, for
+    the write."""
+
+    whole: DataFrame
+    whole_errors: DataFrame
+    again: DataFrame | None = None
+    groups_again: DataFrame | None = None
+
+    @classmethod
+    def of(cls, whole: DataFrame) -> PassFold:
+        return cls(whole, materialize(whole.where(F.col("kind") == "ERROR")))
+
+    def frame(self) -> DataFrame:
+        if self.again is None or self.groups_again is None:
+            return self.whole
+        kept = self.whole.join(F.broadcast(self.groups_again), _GROUP, "left_anti")
+        return kept.unionByName(self.again)
+
+    def errors(self) -> DataFrame:
+        if self.again is None or self.groups_again is None:
+            return self.whole_errors
+        kept = self.whole_errors.join(F.broadcast(self.groups_again), _GROUP, "left_anti")
+        return kept.unionByName(self.again.where(F.col("kind") == "ERROR"))
+
+    def with_groups_folded_again(self, groups: DataFrame, folded: DataFrame) -> PassFold:
+        """``folded`` is the new fold of ``groups``; it replaces their earlier rows."""
+        again, groups_again = folded.select(*self.whole.columns), groups
+        if self.again is not None and self.groups_again is not None:
+            older = self.again.join(F.broadcast(groups), _GROUP, "left_anti")
+            again = older.unionByName(again)
+            groups_again = self.groups_again.unionByName(groups).distinct()
+        return replace(self, again=materialize(again), groups_again=materialize(groups_again))
+
+
 def _fold_pass(
     cycle: Cycle,
     number: int,
     plan: FoldPlan,
     fold_input: tuple[DataFrame, int],
-    previous: DataFrame | None,
+    previous: PassFold | None,
     newly_failed: frozenset[tuple[str, str]],
-) -> DataFrame:
+) -> PassFold:
     """One pass: the whole cycle's fold first, then only what the new failures change."""
     rows, buckets = fold_input
     if previous is None:
         cycle.progress(f"fold pass {number}")
-        return materialize(run_fold(rows, plan, buckets))
+        return PassFold.of(materialize(run_fold(rows, plan, buckets)))
     cycle.progress(f"fold pass {number}: the groups of {len(newly_failed)} new failure(s)")
     return fold_again(cycle.spark, previous, rows, plan, buckets, newly_failed)
 
 
 def fold_again(
     spark: SparkSession,
-    previous: DataFrame,
+    previous: PassFold,
     fold_input: DataFrame,
     plan: FoldPlan,
     buckets: int,
     newly_failed: frozenset[tuple[str, str]],
-) -> DataFrame:
+) -> PassFold:
     """The fold of ``plan`` from the previous pass's, whose plan lacked only ``newly_failed``
     among its failed transactions: a group's fold depends on the failed set only through the
     transactions that touch the group, so only the groups those touch are folded again, and the
@@ -102,18 +146,14 @@ def fold_again(
     newly = spark.createDataFrame(
         sorted(newly_failed), "source_database_name string, transaction_id string"
     )
-    groups = F.broadcast(
-        materialize(
-            fold_input.where(F.col("kind") == "LCR")
-            .join(F.broadcast(newly), list(TRANSACTION_KEY), "left_semi")
-            .select("silver_table", "group_id")
-            .distinct()
-        )
+    groups = materialize(
+        fold_input.where(F.col("kind") == "LCR")
+        .join(F.broadcast(newly), list(TRANSACTION_KEY), "left_semi")
+        .select(*_GROUP)
+        .distinct()
     )
-    group = ["silver_table", "group_id"]
-    kept = previous.join(groups, group, "left_anti")
-    again = run_fold(fold_input.join(groups, group, "left_semi"), plan, buckets)
-    return materialize(kept.unionByName(again.select(*previous.columns)))
+    again = run_fold(fold_input.join(F.broadcast(groups), _GROUP, "left_semi"), plan, buckets)
+    return previous.with_groups_folded_again(groups, again)
 
 
 def static_failures(settings: ApplySettings, fold_input: DataFrame) -> dict[tuple[str, str], Any]:
@@ -158,13 +198,13 @@ def fold_passes(cycle: Cycle, inputs: CycleInput) -> tuple[CycleInput, FoldOutco
     passes = 0
     graph = _TransactionGraph(cycle, fold_input)
     handled: frozenset[MessageId] = frozenset()
-    folded: DataFrame | None = None  # the last pass's fold, which the next one starts from
+    folded: PassFold | None = None  # the last pass's fold, which the next one starts from
     newly_failed: frozenset[tuple[str, str]] = frozenset()
     while True:
         passes += 1
         plan = FoldPlan(settings, frozenset(failed), cut)
         folded = _fold_pass(cycle, passes, plan, (fold_input, buckets), folded, newly_failed)
-        errors = earliest_error_per_transaction(folded)
+        errors = earliest_error_per_transaction(folded.errors())
         failed = {  # exact state
             key: known if key in late else errors.get(key, known) for key, known in failed.items()
         }
@@ -172,6 +212,7 @@ def fold_passes(cycle: Cycle, inputs: CycleInput) -> tuple[CycleInput, FoldOutco
             (error for key, error in errors.items() if key not in failed), key=position_of
         )
         if not new_failures:
+            rows = folded.frame()
             break
         first = new_failures[0]
         stopping = settings.disable_on_error or passes >= settings.max_error_passes
@@ -198,7 +239,7 @@ def fold_passes(cycle: Cycle, inputs: CycleInput) -> tuple[CycleInput, FoldOutco
                 for key, error in failed.items()
                 if key in late or position_of(error) <= cut
             }
-            folded = materialize(
+            rows = materialize(
                 run_fold(fold_input, FoldPlan(settings, frozenset(failed), cut), buckets)
             )
             break
@@ -216,14 +257,14 @@ def fold_passes(cycle: Cycle, inputs: CycleInput) -> tuple[CycleInput, FoldOutco
         aborted_error is not None
         and settings.commit_serialization is CommitSerialization.DEPENDENT_TRANSACTIONS
     ):
-        folded, held, passes = dependent_fold(cycle, inputs, failed, passes)
+        rows, held, passes = dependent_fold(cycle, inputs, failed, passes)
         cut = None
     cycle.progress(
         f"cycle {cycle.plan.cycle_id}: {passes} fold pass(es), {len(failed)} error transaction(s)"
         f", {len(held)} held back"
     )
     return inputs, FoldOutcome(
-        folded.where(F.col("kind") == "ROW"), failed, cut, passes, aborted_error, held=held
+        rows.where(F.col("kind") == "ROW"), failed, cut, passes, aborted_error, held=held
     )
 
 
