@@ -3,7 +3,7 @@ import random
 import pytest
 from pyspark.sql import SparkSession
 
-from lakeapply.silver.components import key_components, seeds_reached
+from lakeapply.silver.components import TouchGraph, key_components, seeds_reached
 
 
 def test_keys_linked_by_key_changes_share_the_smallest_key_as_component(
@@ -147,3 +147,25 @@ def test_both_walks_find_what_the_definition_finds_on_drawn_graphs(spark: SparkS
         expected = _hops_by_hand(bounded, seeds)
         assert _seeds_reached(spark, touches, seeds) == expected
         assert _seeds_reached(spark, touches, seeds, one_task_touches=0) == expected
+
+
+def test_a_graph_numbered_once_answers_the_seeds_of_every_pass(spark: SparkSession) -> None:
+    rng = random.Random(11)
+    touches = list(
+        dict.fromkeys(
+            ("DB", f"T{n:02d}", 100 + n, "t", f"g{rng.randint(0, 8)}")
+            for n in range(16)
+            for _ in range(rng.randint(1, 3))
+        )
+    )
+    graph = TouchGraph(spark.createDataFrame(touches, TOUCHES), max_iterations=16)
+    for _ in range(3):
+        seeds = rng.sample([f"T{n:02d}" for n in range(16)], 4)
+        last = max(int(seed[1:]) for seed in seeds)
+        bounded = [touch for touch in touches if int(touch[1][1:]) <= last]
+        wanted = spark.createDataFrame(
+            [("DB", s) for s in seeds], "source_database_name string, transaction_id string"
+        )
+        reached = graph.seeds_reached(wanted)
+        assert reached is not None
+        assert {r.transaction_id for r in reached.collect()} == _hops_by_hand(bounded, seeds)

@@ -20,6 +20,8 @@ is one pandas task (numpy per hop); above, one Spark join per hop.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pandas as pd
 from pyspark.sql import Column, DataFrame, Window
@@ -131,27 +133,83 @@ def transaction_components(lcrs: DataFrame, max_iterations: int) -> DataFrame | 
     )
 
 
+class TouchGraph:
+    """A cycle's touches, walked once per fold pass by ``seeds_reached``.
+
+    touches: (source_database_name, transaction_id, commit_scn, silver_table, group_id), one
+    row per keyed fold group a transaction touches. Up to ``one_task_touches`` touches the
+    transactions and groups are numbered once (in Spark; a transaction's number is its place in
+    commit order) and every walk is one pandas task over the numbers; above, Spark joins, one
+    per hop, at most ``max_iterations``."""
+
+    def __init__(
+        self, touches: DataFrame, max_iterations: int, one_task_touches: int = ONE_TASK_TOUCHES
+    ) -> None:
+        self.touches, self.max_iterations = touches, max_iterations
+        self.one_task_touches = one_task_touches
+        self._numbered: tuple[DataFrame, DataFrame] | None = None
+        self._small: bool | None = None
+
+    def seeds_reached(self, seeds: DataFrame) -> DataFrame | None:
+        """The seeds whose outcome another seed's can change, followed forward in commit order.
+
+        seeds: (source_database_name, transaction_id). A transaction is reached when it
+        commits after a seed, or after a reached transaction, and touches a group that one
+        touches: only then can what it sees differ. Returns (source_database_name,
+        transaction_id) of the seeds reached this way. Finer than the components, which ignore
+        commit order: a failure is certain when no other failure of its pass reaches it. None
+        when the chains need more than ``max_iterations`` joins (the one-task walk has no limit).
+
+        Only the way to a seed matters, so the walk keeps to transactions committing no later
+        than the last seed, and stops once every seed but the first is reached (nothing commits
+        before the first seed to reach it)."""
+        seeds = seeds.select(*TRANSACTION)
+        if self._small is None:
+            self._small = self.touches.count() <= self.one_task_touches
+        if self._small:
+            return self._reached_in_one_task(seeds)
+        return _reached_by_joins(self.touches, seeds, self.max_iterations)
+
+    def _reached_in_one_task(self, seeds: DataFrame) -> DataFrame:
+        if self._numbered is None:
+            ranked = self.touches.select(
+                *TRANSACTION,
+                F.dense_rank().over(Window.orderBy(*commit_order(""))).alias("t"),
+                F.dense_rank().over(Window.orderBy(TABLE, "group_id")).alias("g"),
+            ).localCheckpoint()
+            self._numbered = (
+                ranked.select("t", "g").localCheckpoint(),
+                ranked.select(*TRANSACTION, "t").distinct().localCheckpoint(),
+            )
+        edges, numbers = self._numbered
+        seed_numbers = sorted(
+            row.t for row in numbers.join(seeds, TRANSACTION, "left_semi").select("t").collect()
+        )
+        if len(seed_numbers) < 2:  # one seed (or none) with keyed touches: nothing to reach
+            return seeds.limit(0)
+        walked = (
+            edges.where(F.col("t") <= seed_numbers[-1])
+            .withColumn("whole", F.lit(0))
+            .groupBy("whole")
+            .applyInPandas(partial(_walk_from, np.array(seed_numbers)), "t int")
+        )
+        reached = [row.t for row in walked.collect()]  # seeds only: at most the pass's failures
+        return numbers.where(F.col("t").isin(reached)).select(*TRANSACTION)
+
+
 def seeds_reached(
     touches: DataFrame,
     seeds: DataFrame,
     max_iterations: int,
     one_task_touches: int = ONE_TASK_TOUCHES,
 ) -> DataFrame | None:
-    """The seeds whose outcome another seed's can change, followed forward in commit order.
+    """``TouchGraph.seeds_reached`` for one walk."""
+    return TouchGraph(touches, max_iterations, one_task_touches).seeds_reached(seeds)
 
-    touches: (source_database_name, transaction_id, commit_scn, silver_table, group_id), one
-    row per keyed fold group a transaction touches; seeds: (source_database_name,
-    transaction_id). A transaction is reached when it commits after a seed, or after a reached
-    transaction, and touches a group that one touches: only then can what it sees differ.
-    Returns (source_database_name, transaction_id) of the seeds reached this way. Finer than the
-    components, which ignore commit order: a failure is certain when no other failure of its
-    pass reaches it. None when the chains need more than ``max_iterations`` joins.
 
-    Only the way to a seed matters, so the walk keeps to transactions committing no later than
-    the last seed, and stops once every seed but the first is reached (nothing commits before
-    the first seed to reach it). Up to ``one_task_touches`` touches the walk is one task
-    (``_reached_in_one_task``, no iteration limit); above, Spark joins, one per hop."""
-    seeds = seeds.select(*TRANSACTION)
+def _reached_by_joins(
+    touches: DataFrame, seeds: DataFrame, max_iterations: int
+) -> DataFrame | None:
     last_seed = (
         touches.join(seeds, TRANSACTION, "left_semi")
         .select(F.max(F.struct(*[F.col(c) for c in commit_order("")])).alias("last"))
@@ -168,8 +226,6 @@ def seeds_reached(
     reached = seeds.limit(0)
     if reachable_seeds <= 0:
         return reached
-    if bounded.count() <= one_task_touches:
-        return _reached_in_one_task(bounded, seeds)
     reached_seed_count = 0
     frontier = seeds
     for _ in range(max_iterations):
@@ -199,27 +255,8 @@ def seeds_reached(
     return None
 
 
-def _reached_in_one_task(bounded: DataFrame, seeds: DataFrame) -> DataFrame:
-    """``seeds_reached``'s walk over few enough touches: transactions and groups numbered in
-    Spark (a transaction's number is its place in commit order), the hops in one pandas task."""
-    ranked = bounded.select(
-        *TRANSACTION,
-        F.dense_rank().over(Window.orderBy(*commit_order(""))).alias("t"),
-        F.dense_rank().over(Window.orderBy(TABLE, "group_id")).alias("g"),
-    ).join(seeds.withColumn("seed", F.lit(True)), TRANSACTION, "left")
-    walked = (
-        ranked.select(
-            "t", "g", F.coalesce("seed", F.lit(False)).alias("seed"), F.lit(0).alias("whole")
-        )
-        .groupBy("whole")
-        .applyInPandas(_walk_forward, "t int")
-    )
-    return (
-        ranked.select("t", *TRANSACTION)
-        .distinct()
-        .join(walked, ["t"], "left_semi")
-        .select(*TRANSACTION)
-    )
+def _walk_from(seed_numbers: np.ndarray, touches: pd.DataFrame) -> pd.DataFrame:
+    return _walk_forward(touches.assign(seed=touches["t"].isin(seed_numbers)))
 
 
 def _walk_forward(touches: pd.DataFrame) -> pd.DataFrame:

@@ -22,7 +22,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from lakeapply.silver.assemble import unhandled_staged, with_group_ids
-from lakeapply.silver.components import STATIC_GROUP, seeds_reached, transaction_components
+from lakeapply.silver.components import STATIC_GROUP, TouchGraph, transaction_components
 from lakeapply.silver.cycle_state import Cycle, CycleInput, FoldOutcome, materialize
 from lakeapply.silver.dependent import held_transactions
 from lakeapply.silver.error_handlers import MessageId, handle_errors
@@ -326,15 +326,18 @@ class _TransactionGraph:
 
     def __init__(self, cycle: Cycle, fold_input: DataFrame) -> None:
         self.cycle, self.lcrs = cycle, fold_input.where(F.col("kind") == "LCR")
-        self._touches: DataFrame | None = None
+        self._touches: TouchGraph | None = None
         self._components: DataFrame | _Unlabelled | None = None
 
-    def touches(self) -> DataFrame:
+    def touches(self) -> TouchGraph:
         if self._touches is None:
-            self._touches = materialize(
-                self.lcrs.where(F.col("group_id") != STATIC_GROUP)
-                .select(*TRANSACTION_KEY, "commit_scn", "silver_table", "group_id")
-                .distinct()
+            self._touches = TouchGraph(
+                materialize(
+                    self.lcrs.where(F.col("group_id") != STATIC_GROUP)
+                    .select(*TRANSACTION_KEY, "commit_scn", "silver_table", "group_id")
+                    .distinct()
+                ),
+                MAX_COMPONENT_ITERATIONS,
             )
         return self._touches
 
@@ -365,7 +368,7 @@ def _certain_failures(
         [(e.source_database_name, e.transaction_id) for e in new_failures],
         "source_database_name string, transaction_id string",
     )
-    reached = seeds_reached(graph.touches(), wanted, MAX_COMPONENT_ITERATIONS)
+    reached = graph.touches().seeds_reached(wanted)
     if reached is not None:
         depend = {(r.source_database_name, r.transaction_id) for r in reached.collect()}
         return {
