@@ -20,7 +20,7 @@ is one pandas task (numpy per hop); above, one Spark join per hop.
 
 from __future__ import annotations
 
-from functools import partial
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -191,7 +191,7 @@ class TouchGraph:
             edges.where(F.col("t") <= seed_numbers[-1])
             .withColumn("whole", F.lit(0))
             .groupBy("whole")
-            .applyInPandas(partial(_walk_from, np.array(seed_numbers)), "t int")
+            .applyInPandas(_walk_from(np.array(seed_numbers)), "t int")
         )
         reached = [row.t for row in walked.collect()]  # seeds only: at most the pass's failures
         return numbers.where(F.col("t").isin(reached)).select(*TRANSACTION)
@@ -255,8 +255,13 @@ def _reached_by_joins(
     return None
 
 
-def _walk_from(seed_numbers: np.ndarray, touches: pd.DataFrame) -> pd.DataFrame:
-    return _walk_forward(touches.assign(seed=touches["t"].isin(seed_numbers)))
+def _walk_from(seed_numbers: np.ndarray) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    """``_walk_forward`` over (t, g) touches, the seeds given by their numbers."""
+
+    def walk(touches: pd.DataFrame) -> pd.DataFrame:
+        return _walk_forward(touches.assign(seed=touches["t"].isin(seed_numbers)))
+
+    return walk
 
 
 def _walk_forward(touches: pd.DataFrame) -> pd.DataFrame:
