@@ -24,6 +24,7 @@ from lakeapply.contract.table_definitions import (
 from lakeapply.contract.validation import validate_document
 from lakeapply.errors import ConfigurationError
 from lakeapply.silver.settings import (
+    DEFAULT_MAX_ERROR_PASSES,
     ApplyRule,
     ApplySettings,
     ColumnTransformation,
@@ -171,7 +172,7 @@ class _Loader:
                 for entry in instantiation.get("global", ())
             ),
             max_cycle_batches=parameters.get("max_cycle_batches", 100),
-            max_error_passes=parameters.get("max_error_passes", 8),
+            max_error_passes=parameters.get("max_error_passes", DEFAULT_MAX_ERROR_PASSES),
             value_dependencies=tuple(
                 value_dependency_from_dict(entry)
                 for entry in process.get("virtual_dependencies", {}).get("value", ())
