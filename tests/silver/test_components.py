@@ -45,11 +45,15 @@ def _seeds_reached(
     touches: list[tuple[str, str, int, str, str]],
     seeds: list[str],
     one_task_touches: int = 10_000,
+    failed_in: dict[str, str] | None = None,
 ) -> set[str] | None:
+    failed_in = failed_in or {}
     reached = seeds_reached(
         spark.createDataFrame(touches, TOUCHES),
         spark.createDataFrame(
-            [("DB", s) for s in seeds], "source_database_name string, transaction_id string"
+            [("DB", s, "t" if s in failed_in else None, failed_in.get(s)) for s in seeds],
+            "source_database_name string, transaction_id string, silver_table string,"
+            " group_id string",
         ),
         max_iterations=16,
         one_task_touches=one_task_touches,
@@ -116,9 +120,15 @@ def test_the_one_task_walk_follows_a_chain_of_any_length(spark: SparkSession) ->
     assert _seeds_reached(spark, chain, ["T00", "T10", "T19"]) == {"T10", "T19"}
 
 
-def _hops_by_hand(touches: list[tuple[str, str, int, str, str]], seeds: list[str]) -> set[str]:
+def _hops_by_hand(
+    touches: list[tuple[str, str, int, str, str]],
+    seeds: list[str],
+    failed_in: dict[str, str] | None = None,
+) -> set[str]:
     """The definition, transaction by transaction in commit order: a transaction is reached
-    when a group it touches was touched before it by a seed or a reached transaction."""
+    when a group it touches was touched before it by a seed or a reached transaction; a seed
+    that is not reached changes nothing in the group it failed in."""
+    failed_in = failed_in or {}
     tainted: set[str] = set()
     reached: set[str] = set()
     order = sorted({(scn, txn) for _, txn, scn, _, _ in touches})
@@ -126,8 +136,10 @@ def _hops_by_hand(touches: list[tuple[str, str, int, str, str]], seeds: list[str
         groups = {group for _, t, _, _, group in touches if t == txn}
         if groups & tainted:
             reached.add(txn)
-        if txn in seeds or txn in reached:
+        if txn in reached:
             tainted |= groups
+        elif txn in seeds:
+            tainted |= groups - {failed_in.get(txn)}
     return reached & set(seeds)
 
 
@@ -169,3 +181,53 @@ def test_a_graph_numbered_once_answers_the_seeds_of_every_pass(spark: SparkSessi
         reached = graph.seeds_reached(wanted)
         assert reached is not None
         assert {r.transaction_id for r in reached.collect()} == _hops_by_hand(bounded, seeds)
+
+
+@WALKS
+def test_a_seed_reaches_nothing_through_the_group_it_failed_in(
+    spark: SparkSession, one_task_touches: int
+) -> None:
+    # A failed in g1, where the pass rolled it back: B, after it in g1, sees the same either way.
+    touches = [("DB", "A", 1, "t", "g1"), ("DB", "A", 1, "t", "g2"), ("DB", "B", 2, "t", "g1")]
+    reached = _seeds_reached(spark, touches, ["A", "B"], one_task_touches, {"A": "g1"})
+    assert reached == set()
+    assert _seeds_reached(spark, touches, ["A", "B"], one_task_touches, {"A": "g2"}) == {"B"}
+
+
+@WALKS
+def test_a_reached_seed_reaches_on_through_the_group_it_failed_in(
+    spark: SparkSession, one_task_touches: int
+) -> None:
+    # B may apply after all once A fails (A reaches it through g1), and then it changes g2.
+    touches = [
+        ("DB", "A", 1, "t", "g1"),
+        ("DB", "B", 2, "t", "g1"),
+        ("DB", "B", 2, "t", "g2"),
+        ("DB", "C", 3, "t", "g2"),
+    ]
+    reached = _seeds_reached(spark, touches, ["A", "B", "C"], one_task_touches, {"B": "g2"})
+    assert reached == {"B", "C"}
+
+
+def test_both_walks_skip_the_failed_group_as_the_definition_does_on_drawn_graphs(
+    spark: SparkSession,
+) -> None:
+    rng = random.Random(13)
+    for _ in range(4):
+        transactions = rng.randint(5, 14)
+        touches = list(
+            dict.fromkeys(
+                ("DB", f"T{n:02d}", 100 + n, "t", f"g{rng.randint(0, 6)}")
+                for n in range(transactions)
+                for _ in range(rng.randint(1, 3))
+            )
+        )
+        seeds = rng.sample([f"T{n:02d}" for n in range(transactions)], 4)
+        failed_in = {
+            seed: rng.choice([g for _, t, _, _, g in touches if t == seed]) for seed in seeds[:3]
+        }
+        last = max(int(seed[1:]) for seed in seeds)
+        bounded = [touch for touch in touches if int(touch[1][1:]) <= last]
+        expected = _hops_by_hand(bounded, seeds, failed_in)
+        assert _seeds_reached(spark, touches, seeds, 10_000, failed_in) == expected
+        assert _seeds_reached(spark, touches, seeds, 0, failed_in) == expected

@@ -147,15 +147,18 @@ class TouchGraph:
     ) -> None:
         self.touches, self.max_iterations = touches, max_iterations
         self.one_task_touches = one_task_touches
-        self._numbered: tuple[DataFrame, DataFrame] | None = None
+        self._numbered: tuple[DataFrame, DataFrame, DataFrame] | None = None
         self._small: bool | None = None
 
     def seeds_reached(self, seeds: DataFrame) -> DataFrame | None:
         """The seeds whose outcome another seed's can change, followed forward in commit order.
 
-        seeds: (source_database_name, transaction_id). A transaction is reached when it
-        commits after a seed, or after a reached transaction, and touches a group that one
-        touches: only then can what it sees differ. Returns (source_database_name,
+        seeds: (source_database_name, transaction_id), and optionally (silver_table,
+        group_id): a group where the pass already rolled the seed back (where it failed), so
+        that it changes nothing there if it fails, and a seed reaches nothing through it unless
+        it is reached itself. A transaction is reached when it commits after a seed, or after a
+        reached transaction, and touches a group that one touches: only then can what it sees
+        differ. Returns (source_database_name,
         transaction_id) of the seeds reached this way. Finer than the components, which ignore
         commit order: a failure is certain when no other failure of its pass reaches it. None
         when the chains need more than ``max_iterations`` joins (the one-task walk has no limit).
@@ -163,35 +166,54 @@ class TouchGraph:
         Only the way to a seed matters, so the walk keeps to transactions committing no later
         than the last seed, and stops once every seed but the first is reached (nothing commits
         before the first seed to reach it)."""
-        seeds = seeds.select(*TRANSACTION)
+        rolled_back = (
+            seeds.select(*TRANSACTION, TABLE, "group_id").where(F.col("group_id").isNotNull())
+            if "group_id" in seeds.columns
+            else seeds.select(
+                *TRANSACTION,
+                F.lit(None).cast("string").alias(TABLE),
+                F.lit(None).cast("string").alias("group_id"),
+            ).limit(0)
+        )
+        seeds = seeds.select(*TRANSACTION).distinct()
         if self._small is None:
             self._small = self.touches.count() <= self.one_task_touches
         if self._small:
-            return self._reached_in_one_task(seeds)
-        return _reached_by_joins(self.touches, seeds, self.max_iterations)
+            return self._reached_in_one_task(seeds, rolled_back)
+        return _reached_by_joins(self.touches, seeds, rolled_back, self.max_iterations)
 
-    def _reached_in_one_task(self, seeds: DataFrame) -> DataFrame:
+    def _reached_in_one_task(self, seeds: DataFrame, rolled_back: DataFrame) -> DataFrame:
         if self._numbered is None:
             ranked = self.touches.select(
                 *TRANSACTION,
+                TABLE,
+                "group_id",
                 F.dense_rank().over(Window.orderBy(*commit_order(""))).alias("t"),
                 F.dense_rank().over(Window.orderBy(TABLE, "group_id")).alias("g"),
             ).localCheckpoint()
             self._numbered = (
                 ranked.select("t", "g").localCheckpoint(),
                 ranked.select(*TRANSACTION, "t").distinct().localCheckpoint(),
+                ranked.select(TABLE, "group_id", "g").distinct().localCheckpoint(),
             )
-        edges, numbers = self._numbered
+        edges, numbers, groups = self._numbered
         seed_numbers = sorted(
             row.t for row in numbers.join(seeds, TRANSACTION, "left_semi").select("t").collect()
         )
         if len(seed_numbers) < 2:  # one seed (or none) with keyed touches: nothing to reach
             return seeds.limit(0)
+        rolled_back_edges = [
+            (row.t, row.g)
+            for row in rolled_back.join(numbers, TRANSACTION)
+            .join(groups, [TABLE, "group_id"])
+            .select("t", "g")
+            .collect()  # at most one per seed
+        ]
         walked = (
             edges.where(F.col("t") <= seed_numbers[-1])
             .withColumn("whole", F.lit(0))
             .groupBy("whole")
-            .applyInPandas(_walk_from(np.array(seed_numbers)), "t int")
+            .applyInPandas(_walk_from(np.array(seed_numbers), rolled_back_edges), "t int")
         )
         reached = [row.t for row in walked.collect()]  # seeds only: at most the pass's failures
         return numbers.where(F.col("t").isin(reached)).select(*TRANSACTION)
@@ -208,7 +230,7 @@ def seeds_reached(
 
 
 def _reached_by_joins(
-    touches: DataFrame, seeds: DataFrame, max_iterations: int
+    touches: DataFrame, seeds: DataFrame, rolled_back: DataFrame, max_iterations: int
 ) -> DataFrame | None:
     last_seed = (
         touches.join(seeds, TRANSACTION, "left_semi")
@@ -228,8 +250,13 @@ def _reached_by_joins(
         return reached
     reached_seed_count = 0
     frontier = seeds
-    for _ in range(max_iterations):
-        earlier = bounded.join(frontier, TRANSACTION, "left_semi").select(
+    for hop in range(max_iterations):
+        frontier_touches = bounded.join(frontier, TRANSACTION, "left_semi")
+        if hop == 0:
+            frontier_touches = frontier_touches.join(
+                F.broadcast(rolled_back), [*TRANSACTION, TABLE, "group_id"], "left_anti"
+            )
+        earlier = frontier_touches.select(
             *[F.col(c).alias(f"h_{c}") for c in commit_order("")], TABLE, "group_id"
         )
         newly = (
@@ -255,11 +282,20 @@ def _reached_by_joins(
     return None
 
 
-def _walk_from(seed_numbers: np.ndarray) -> Callable[[pd.DataFrame], pd.DataFrame]:
-    """``_walk_forward`` over (t, g) touches, the seeds given by their numbers."""
+def _walk_from(
+    seed_numbers: np.ndarray, rolled_back: list[tuple[int, int]]
+) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    """``_walk_forward`` over (t, g) touches, the seeds and their rolled-back touches given by
+    their numbers."""
 
     def walk(touches: pd.DataFrame) -> pd.DataFrame:
-        return _walk_forward(touches.assign(seed=touches["t"].isin(seed_numbers)))
+        pairs = pd.MultiIndex.from_arrays([touches["t"], touches["g"]])
+        return _walk_forward(
+            touches.assign(
+                seed=touches["t"].isin(seed_numbers),
+                rolled_back=pairs.isin(rolled_back) if rolled_back else False,
+            )
+        )
 
     return walk
 
@@ -277,8 +313,12 @@ def _walk_forward(touches: pd.DataFrame) -> pd.DataFrame:
     reachable = int(seed.sum()) - 1
     reached = np.zeros(transactions, dtype=bool)
     frontier = seed
+    # A seed's own failing group: the pass rolled it back there already.
+    first_hop = ~touches["rolled_back"].to_numpy(dtype=bool) if "rolled_back" in touches else None
     while True:
         in_frontier = frontier[t]
+        if first_hop is not None:
+            in_frontier, first_hop = in_frontier & first_hop, None
         earliest = np.full(groups, transactions, dtype=np.int64)
         np.minimum.at(earliest, g[in_frontier], t[in_frontier])
         newly = np.zeros(transactions, dtype=bool)

@@ -368,7 +368,16 @@ def _certain_failures(
         [(e.source_database_name, e.transaction_id) for e in new_failures],
         "source_database_name string, transaction_id string",
     )
-    reached = graph.touches().seeds_reached(wanted)
+    # Where each failed, the pass rolled it back already: it reaches nothing through that group
+    # unless another failure reaches it.
+    failed_in = graph.cycle.spark.createDataFrame(
+        [
+            (e.source_database_name, e.transaction_id, e.silver_table, e.group_id)
+            for e in new_failures
+        ],
+        "source_database_name string, transaction_id string, silver_table string, group_id string",
+    )
+    reached = graph.touches().seeds_reached(failed_in)
     if reached is not None:
         depend = {(r.source_database_name, r.transaction_id) for r in reached.collect()}
         return {
