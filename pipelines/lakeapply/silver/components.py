@@ -20,7 +20,7 @@ is one pandas task (numpy per hop); above, one Spark join per hop.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -166,23 +166,22 @@ class TouchGraph:
         Only the way to a seed matters, so the walk keeps to transactions committing no later
         than the last seed, and stops once every seed but the first is reached (nothing commits
         before the first seed to reach it)."""
-        rolled_back = (
-            seeds.select(*TRANSACTION, TABLE, "group_id").where(F.col("group_id").isNotNull())
-            if "group_id" in seeds.columns
-            else seeds.select(
+        if "group_id" not in seeds.columns:
+            seeds = seeds.select(
                 *TRANSACTION,
                 F.lit(None).cast("string").alias(TABLE),
                 F.lit(None).cast("string").alias("group_id"),
-            ).limit(0)
-        )
-        seeds = seeds.select(*TRANSACTION).distinct()
+            )
+        seeds = seeds.select(*TRANSACTION, TABLE, "group_id")
         if self._small is None:
             self._small = self.touches.count() <= self.one_task_touches
         if self._small:
-            return self._reached_in_one_task(seeds, rolled_back)
-        return _reached_by_joins(self.touches, seeds, rolled_back, self.max_iterations)
+            return self._reached_in_one_task(seeds)
+        rolled_back = seeds.where(F.col("group_id").isNotNull())
+        distinct_seeds = seeds.select(*TRANSACTION).distinct()
+        return _reached_by_joins(self.touches, distinct_seeds, rolled_back, self.max_iterations)
 
-    def _reached_in_one_task(self, seeds: DataFrame, rolled_back: DataFrame) -> DataFrame:
+    def _reached_in_one_task(self, seeds: DataFrame) -> DataFrame:
         if self._numbered is None:
             ranked = self.touches.select(
                 *TRANSACTION,
@@ -192,31 +191,30 @@ class TouchGraph:
                 F.dense_rank().over(Window.orderBy(TABLE, "group_id")).alias("g"),
             ).localCheckpoint()
             self._numbered = (
-                ranked.select("t", "g").localCheckpoint(),
+                # One partition: every walk is one task, with no shuffle to gather the touches.
+                ranked.select("t", "g").repartition(1).localCheckpoint(),
                 ranked.select(*TRANSACTION, "t").distinct().localCheckpoint(),
                 ranked.select(TABLE, "group_id", "g").distinct().localCheckpoint(),
             )
         edges, numbers, groups = self._numbered
-        seed_numbers = sorted(
-            row.t for row in numbers.join(seeds, TRANSACTION, "left_semi").select("t").collect()
+        numbered_seeds = (
+            seeds.join(numbers, TRANSACTION)  # seeds without keyed touches reach nothing
+            .join(groups, [TABLE, "group_id"], "left")
+            .select(*TRANSACTION, "t", "g")
+            .collect()  # one row per seed: the pass's failures
         )
-        if len(seed_numbers) < 2:  # one seed (or none) with keyed touches: nothing to reach
-            return seeds.limit(0)
-        rolled_back_edges = [
-            (row.t, row.g)
-            for row in rolled_back.join(numbers, TRANSACTION)
-            .join(groups, [TABLE, "group_id"])
-            .select("t", "g")
-            .collect()  # at most one per seed
-        ]
-        walked = (
-            edges.where(F.col("t") <= seed_numbers[-1])
-            .withColumn("whole", F.lit(0))
-            .groupBy("whole")
-            .applyInPandas(_walk_from(np.array(seed_numbers), rolled_back_edges), "t int")
+        transaction_of = {row.t: (row[0], row[1]) for row in numbered_seeds}
+        if len(transaction_of) < 2:  # one seed (or none) with keyed touches: nothing to reach
+            return seeds.select(*TRANSACTION).limit(0)
+        seed_numbers = np.array(sorted(transaction_of))
+        rolled_back = [(row.t, row.g) for row in numbered_seeds if row.g is not None]
+        walked = edges.where(F.col("t") <= int(seed_numbers[-1])).mapInPandas(
+            _walk_from(seed_numbers, rolled_back), "t int"
         )
-        reached = [row.t for row in walked.collect()]  # seeds only: at most the pass's failures
-        return numbers.where(F.col("t").isin(reached)).select(*TRANSACTION)
+        reached = [transaction_of[row.t] for row in walked.collect()]  # seeds only
+        return seeds.sparkSession.createDataFrame(
+            reached, "source_database_name string, transaction_id string"
+        )
 
 
 def seeds_reached(
@@ -284,16 +282,24 @@ def _reached_by_joins(
 
 def _walk_from(
     seed_numbers: np.ndarray, rolled_back: list[tuple[int, int]]
-) -> Callable[[pd.DataFrame], pd.DataFrame]:
+) -> Callable[[Iterator[pd.DataFrame]], Iterator[pd.DataFrame]]:
     """``_walk_forward`` over (t, g) touches, the seeds and their rolled-back touches given by
     their numbers."""
 
-    def walk(touches: pd.DataFrame) -> pd.DataFrame:
-        pairs = pd.MultiIndex.from_arrays([touches["t"], touches["g"]])
-        return _walk_forward(
+    def pair_codes(t: np.ndarray, g: np.ndarray) -> np.ndarray:
+        return (t.astype(np.int64) << 32) | g.astype(np.int64)
+
+    rolled_back_codes = pair_codes(*np.array(rolled_back, dtype=np.int64).reshape(-1, 2).T)
+
+    def walk(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        touches = pd.concat(list(batches), ignore_index=True)  # one partition: all of them
+        if touches.empty:
+            return
+        codes = pair_codes(touches["t"].to_numpy(), touches["g"].to_numpy())
+        yield _walk_forward(
             touches.assign(
-                seed=touches["t"].isin(seed_numbers),
-                rolled_back=pairs.isin(rolled_back) if rolled_back else False,
+                seed=np.isin(touches["t"].to_numpy(), seed_numbers),
+                rolled_back=np.isin(codes, rolled_back_codes),
             )
         )
 
