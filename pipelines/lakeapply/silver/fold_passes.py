@@ -121,6 +121,7 @@ def _fold_pass(
     fold_input: tuple[DataFrame, int],
     previous: PassFold | None,
     newly_failed: frozenset[tuple[str, str]],
+    graph: _TransactionGraph,
 ) -> PassFold:
     """One pass: the whole cycle's fold first, then only what the new failures change."""
     rows, buckets = fold_input
@@ -128,13 +129,14 @@ def _fold_pass(
         cycle.progress(f"fold pass {number}")
         return PassFold.of(materialize(run_fold(rows, plan, buckets)))
     cycle.progress(f"fold pass {number}: the groups of {len(newly_failed)} new failure(s)")
-    return fold_again(cycle.spark, previous, rows, plan, buckets, newly_failed)
+    groups = (graph.keyed_touches, graph.keyless_groups)
+    return fold_again(cycle.spark, previous, (rows, *groups), plan, buckets, newly_failed)
 
 
 def fold_again(
     spark: SparkSession,
     previous: PassFold,
-    fold_input: DataFrame,
+    fold_input_and_touches: tuple[DataFrame, DataFrame, DataFrame],
     plan: FoldPlan,
     buckets: int,
     newly_failed: frozenset[tuple[str, str]],
@@ -142,14 +144,18 @@ def fold_again(
     """The fold of ``plan`` from the previous pass's, whose plan lacked only ``newly_failed``
     among its failed transactions: a group's fold depends on the failed set only through the
     transactions that touch the group, so only the groups those touch are folded again, and the
-    result is the whole pass's (a failure costs a pass over its groups, not over the cycle)."""
+    result is the whole pass's (a failure costs a pass over its groups, not over the cycle).
+    The groups come from the cycle's keyed touches and keyless groups (``_TransactionGraph``),
+    kept from pass to pass, not from a scan of the fold's input; the keyless groups (few LCRs,
+    each with its static error) are folded again every time."""
+    fold_input, touches, keyless_groups = fold_input_and_touches
     newly = spark.createDataFrame(
         sorted(newly_failed), "source_database_name string, transaction_id string"
     )
     groups = materialize(
-        fold_input.where(F.col("kind") == "LCR")
-        .join(F.broadcast(newly), list(TRANSACTION_KEY), "left_semi")
+        touches.join(F.broadcast(newly), list(TRANSACTION_KEY), "left_semi")
         .select(*_GROUP)
+        .unionByName(keyless_groups)
         .distinct()
     )
     again = run_fold(fold_input.join(F.broadcast(groups), _GROUP, "left_semi"), plan, buckets)
@@ -203,7 +209,7 @@ def fold_passes(cycle: Cycle, inputs: CycleInput) -> tuple[CycleInput, FoldOutco
     while True:
         passes += 1
         plan = FoldPlan(settings, frozenset(failed), cut)
-        folded = _fold_pass(cycle, passes, plan, (fold_input, buckets), folded, newly_failed)
+        folded = _fold_pass(cycle, passes, plan, (fold_input, buckets), folded, newly_failed, graph)
         errors = earliest_error_per_transaction(folded.errors())
         failed = {  # exact state
             key: known if key in late else errors.get(key, known) for key, known in failed.items()
@@ -327,7 +333,22 @@ class _TransactionGraph:
     def __init__(self, cycle: Cycle, fold_input: DataFrame) -> None:
         self.cycle, self.lcrs = cycle, fold_input.where(F.col("kind") == "LCR")
         self._touches: TouchGraph | None = None
+        self._keyless_groups: DataFrame | None = None
         self._components: DataFrame | _Unlabelled | None = None
+
+    @property
+    def keyed_touches(self) -> DataFrame:
+        """(transaction, commit_scn, silver_table, group_id) of the fold's keyed LCRs."""
+        return self.touches().touches
+
+    @property
+    def keyless_groups(self) -> DataFrame:
+        """(silver_table, group_id) of the fold's keyless LCRs (``STATIC_GROUP``)."""
+        if self._keyless_groups is None:
+            self._keyless_groups = materialize(
+                self.lcrs.where(F.col("group_id") == STATIC_GROUP).select(*_GROUP).distinct()
+            )
+        return self._keyless_groups
 
     def touches(self) -> TouchGraph:
         if self._touches is None:
