@@ -715,6 +715,27 @@ def apply(
 
 
 @main.command()
+@click.option("--apply-name", default=None, help="Which apply process (default: the only one).")
+@click.pass_obj
+def optimize(obj: CliContext, apply_name: str | None) -> None:
+    """Lay the destination tables out by key: liquid clustering on the first key column, then
+    OPTIMIZE (only the files written since the last run are rewritten)."""
+    from lakeapply.silver.layout import optimize_destinations
+
+    spark = _spark(obj)
+    settings = _apply_settings(spark, _catalog(obj), apply_name)
+    with progress_steps(f"optimizing the tables of {settings.apply_name}"):
+        layouts = optimize_destinations(spark, _catalog(obj), settings)
+    for layout in layouts:
+        clustering = ", ".join(layout.clustering) or "none"
+        click.echo(
+            f"{layout.silver_table}: clustered by {clustering}"
+            + (" (changed)" if layout.reclustered else "")
+            + ("; optimized" if layout.optimized else f"; {layout.note}")
+        )
+
+
+@main.command()
 @click.option("--apply-name", required=True)
 @click.option("--source-database", required=True)
 @click.option("--object", "object_name", required=True, help="OWNER.NAME of the source table.")

@@ -17,6 +17,7 @@ from pyspark.sql import types as T
 
 from lakeapply.contract.identifiers import (
     needs_column_mapping,
+    quote,
     quote_qualified,
     split_qualified,
     sql_string_literal,
@@ -134,6 +135,7 @@ def ensure_delta_table(
     schema: T.StructType,
     comment: str = "",
     keep_not_null: bool = False,
+    cluster_by: tuple[str, ...] = (),
 ) -> bool:
     """Create an empty Delta table with ``schema`` unless it exists; True when it was created.
 
@@ -147,6 +149,8 @@ def ensure_delta_table(
     ``keep_not_null``: the schema's NOT NULL columns are NOT NULL in the Delta table (a
     DataFrame write would make every column nullable), so readers outside Spark (delta-rs,
     DuckDB) see them and Delta rejects a NULL written into one.
+
+    ``cluster_by``: Delta liquid clustering on these columns (``silver/layout.py``).
     """
     if spark.catalog.tableExists(qualified_name):
         return False
@@ -167,8 +171,11 @@ def ensure_delta_table(
         if schema_needs_column_mapping(schema)
         else ""
     )
+    clustering = (
+        f" CLUSTER BY ({', '.join(quote(column) for column in cluster_by)})" if cluster_by else ""
+    )
     spark.sql(
-        f"CREATE TABLE IF NOT EXISTS {qualified_name} ({columns}) USING delta"
+        f"CREATE TABLE IF NOT EXISTS {qualified_name} ({columns}) USING delta{clustering}"
         f" COMMENT {sql_string_literal(comment)}{properties}"
     )
     return True
@@ -182,6 +189,7 @@ class TableToCreate:
     schema: T.StructType
     comment: str = ""
     keep_not_null: bool = False
+    cluster_by: tuple[str, ...] = ()
 
 
 def ensure_delta_tables(spark: SparkSession, tables: Iterable[TableToCreate]) -> set[str]:
@@ -206,6 +214,7 @@ def ensure_delta_tables(spark: SparkSession, tables: Iterable[TableToCreate]) ->
                 table.schema,
                 table.comment,
                 table.keep_not_null,
+                table.cluster_by,
             )
             for table in missing
         ]

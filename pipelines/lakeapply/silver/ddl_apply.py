@@ -51,6 +51,7 @@ from lakeapply.silver.ddl import (
     stored_values_checks,
 )
 from lakeapply.silver.fold import FOLD_OUTPUT_SCHEMA, Position
+from lakeapply.silver.layout import cluster_by_clause, clustering_columns, unquoted_column
 from lakeapply.silver.rules import passes_rules
 from lakeapply.silver.settings import ApplySettings, DestinationTable
 from lakeapply.silver.transactions import TRANSACTION_KEY, without_copies
@@ -253,10 +254,42 @@ def _create_table_change(
     return DdlChange(table, statement, created)
 
 
-def _ddl_steps(change: DdlChange, current: T.StructType, properties: dict[str, str]) -> list[str]:
-    """The Delta statements that take the destination table from its ``current`` state to the
-    new definition. What the current state already has is left out (a resumed DDL), so the
-    list depends on the state it starts from; each step is recognized by its text."""
+def _ddl_steps(
+    change: DdlChange,
+    current: T.StructType,
+    properties: dict[str, str],
+    clustering: tuple[str, ...] = (),
+) -> list[str]:
+    """The Delta statements that take the destination table from its ``current`` state (its
+    schema, properties and liquid clustering columns) to the new definition. What the current
+    state already has is left out (a resumed DDL), so the list depends on the state it starts
+    from; each step is recognized by its text."""
+    steps = _column_steps(change, current, properties)
+    if not clustering:  # an unclustered table stays so (``lakeapply optimize`` clusters it)
+        return steps
+    # Delta drops no clustering column: clustering goes first, and comes back on the new key.
+    dropped = set(change.statement.dropped) if change.statement.kind == "DROP" else set()
+    dropped |= set(_replaced_columns(change, current)) & set(current.fieldNames())
+    unclustered = bool(dropped & set(clustering))
+    after = () if unclustered else _renamed(clustering, change.statement.renamed)
+    new_table = replace(change.table, definition=change.definition) if change.definition else None
+    wanted = clustering_columns(new_table) if new_table is not None else after
+    before = ["ALTER TABLE {table} CLUSTER BY NONE"] if unclustered else []
+    last = [f"ALTER TABLE {{table}} {cluster_by_clause(wanted)}"] if wanted != after else []
+    return before + steps + last
+
+
+def _renamed(columns: tuple[str, ...], renamed: tuple[str, str] | None) -> tuple[str, ...]:
+    """``columns`` after a RENAME COLUMN (Delta renames a clustering column with the column)."""
+    if renamed is None:
+        return columns
+    old, new = renamed
+    return tuple(new if column == old else column for column in columns)
+
+
+def _column_steps(
+    change: DdlChange, current: T.StructType, properties: dict[str, str]
+) -> list[str]:
     statement = change.statement
     if statement.kind == "TRUNCATE":
         return ["DELETE FROM {table}"]
@@ -520,7 +553,12 @@ def _alter_destination(cycle: Cycle, change: DdlChange, lcr: Any) -> None:
     if not done:  # else the first run checked the values before its first step
         _check_stored_values(cycle.spark, qualified, change, lcr)
     detail = DeltaTable.forName(cycle.spark, qualified).detail().collect()[0]
-    steps = _ddl_steps(change, cycle.spark.table(qualified).schema, dict(detail.properties or {}))
+    steps = _ddl_steps(
+        change,
+        cycle.spark.table(qualified).schema,
+        dict(detail.properties or {}),
+        tuple(unquoted_column(column) for column in detail.clusteringColumns or ()),
+    )
     try:
         _run_ddl_steps(cycle, qualified, lcr, steps, done)
     except Exception as error:  # Delta's refusal, reported as an Oracle error
@@ -575,7 +613,11 @@ def _create_or_drop_table(cycle: Cycle, change: DdlChange, lcr: Any) -> bool:
     if change.statement.kind == "CREATE TABLE":
         assert change.definition is not None
         ensure_delta_table(
-            cycle.spark, qualified, change.definition.spark_schema(), keep_not_null=True
+            cycle.spark,
+            qualified,
+            change.definition.spark_schema(),
+            keep_not_null=True,
+            cluster_by=clustering_columns(replace(table, definition=change.definition)),
         )
         return False
     append_rows(

@@ -47,6 +47,7 @@ from lakeapply.silver.ddl import (
     definition_from_json,
     is_dropped_json,
 )
+from lakeapply.silver.layout import clustering_columns
 from lakeapply.silver.settings import ApplySettings, DestinationTable
 
 
@@ -107,6 +108,7 @@ def create_destination_tables(spark: SparkSession, catalog: Catalog, latest: App
                 catalog.silver_table(table.silver_table),
                 table.definition.spark_schema(),
                 keep_not_null=True,
+                cluster_by=clustering_columns(table),
             )
             for table in latest.tables
             if not table.dropped  # a dropped table is never created again from lakeapply.yml
