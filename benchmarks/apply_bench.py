@@ -52,6 +52,7 @@ from lakeapply.landing.generator import (
 from lakeapply.runtime.catalog import Catalog
 from lakeapply.runtime.session import LocalSparkSettings, get_spark
 from lakeapply.silver.engine import load_initial_copy, run_apply
+from lakeapply.silver.layout import optimize_destinations
 from lakeapply.silver.plan import ensure_apply_tables, ensure_destination_tables
 from lakeapply.silver.settings import ApplySettings, CommitSerialization, DestinationTable
 
@@ -290,16 +291,21 @@ def _apply_cycles(spark: SparkSession, catalog: Catalog, settings: ApplySettings
     return f"{len(run_apply(spark, catalog, settings))} cycle(s)"
 
 
-SCALING_LAYOUTS = ("appended", "spread")
+SCALING_LAYOUTS = ("appended", "spread", "ranged")
 DELETION_VECTORS_DEFAULT = "spark.databricks.delta.properties.defaults.enableDeletionVectors"
 
 
-def _spread_updates(landing: Path, definition: TableDefinition, rows: int, changes: int) -> int:
+def _spread_updates(
+    landing: Path, definition: TableDefinition, rows: int, changes: int, window: int | None = None
+) -> int:
     """``changes`` UPDATEs of existing rows whose keys are drawn uniformly from the whole table
     (``0 <= ID < rows``, each at most once), four per transaction, as landing lines; returns an
     instantiation SCN below them. Each UPDATE carries the key and the changed NAME's before image,
-    which matches the existing row, so no change conflicts."""
-    keys = random.Random(rows + changes).sample(range(rows), min(changes, rows))
+    which matches the existing row, so no change conflicts. ``window``: the keys are drawn from
+    that many consecutive keys in the middle of the table instead (recent rows, a region...)."""
+    span = min(rows, window or rows)
+    first = (rows - span) // 2
+    keys = random.Random(rows + changes).sample(range(first, first + span), min(changes, span))
     landing.mkdir(parents=True)
     first_scn = 1_000_000
     scn = first_scn
@@ -344,26 +350,36 @@ def _spread_updates(landing: Path, definition: TableDefinition, rows: int, chang
 
 
 def run_scaling(
-    spark: SparkSession, work: Path, changes: int, existing: list[int], layout: str
+    spark: SparkSession,
+    work: Path,
+    changes: int,
+    existing: list[int],
+    layout: str,
+    optimize_file_mib: int | None = None,
 ) -> list[Measurement]:
     """Fixed ``changes`` LCRs into one table that already holds each of ``existing`` rows.
 
     ``appended``: the generator's workload, whose keys lie above the existing rows' (an initial
     copy the changes never touch). ``spread``: UPDATEs of existing rows with keys drawn uniformly
-    from the whole table, so every file of the table holds rows the changes address."""
+    from the whole table, so every file of the table holds rows the changes address. ``ranged``:
+    the initial copy written in no key order (every file spans every key) and UPDATEs of keys
+    drawn from ``2 * changes`` consecutive keys. ``optimize_file_mib``: before the apply, the
+    table is laid out by key (``lakeapply optimize``: liquid clustering) into files of at most
+    that size (untimed; its time is in the note)."""
     results = []
     for rows in existing:
         print(f"\n{changes:,} LCRs ({layout} keys) into 1 table of {rows:,} rows", flush=True)
-        if layout == "spread":
+        if layout in ("spread", "ranged"):
             definitions: tuple[TableDefinition, ...] = (synthetic_table_definitions(1)[0],)
-            landing = work / f"landing-spread-{rows}"
+            landing = work / f"landing-{layout}-{rows}"
             shutil.rmtree(landing, ignore_errors=True)
-            initial_scn = _spread_updates(landing, definitions[0], rows, changes)
+            window = 2 * changes if layout == "ranged" else None
+            initial_scn = _spread_updates(landing, definitions[0], rows, changes, window)
             first_key = 0
         else:
             landing, definitions, initial_scn = _workload(changes, 1, work)
             first_key = -rows
-        catalog = Catalog(f"scale_{layout}_{rows}")
+        catalog = Catalog(f"scale_{layout}_{rows}{'_optimized' if optimize_file_mib else ''}")
         ingest(spark, catalog, landing)
         settings = apply_settings(definitions, initial_scn)
         ensure_destination_tables(spark, catalog, settings)
@@ -382,9 +398,10 @@ def run_scaling(
                 F.lit("NEW").alias("STATUS"),
                 F.lit(None).alias("NOTE"),
             )
-            .orderBy("ID")
+            .orderBy(F.rand(rows) if layout == "ranged" else F.col("ID"))
         )
         load_initial_copy(spark, catalog, table, copy)
+        laid_out = _laid_out_by_key(spark, catalog, settings, optimize_file_mib)
         results.append(
             _timed(spark, "lakeapply", changes, 1, partial(_apply_cycles, spark, catalog, settings))
         )
@@ -392,10 +409,28 @@ def run_scaling(
             **{
                 **asdict(results[-1]),
                 "existing_rows": rows,
-                "note": f"{layout} keys, {results[-1].note}",
+                "note": f"{layout} keys{laid_out}, {results[-1].note}",
             }
         )
     return results
+
+
+def _laid_out_by_key(
+    spark: SparkSession, catalog: Catalog, settings: ApplySettings, file_mib: int | None
+) -> str:
+    """``lakeapply optimize`` on the destination with files of at most ``file_mib`` MiB (OSS
+    Delta's OPTIMIZE writes files up to 1 GiB: a smaller table would become one file); the
+    note's words on it."""
+    if not file_mib:
+        return ""
+    spark.conf.set("spark.databricks.delta.optimize.maxFileSize", str(file_mib * 2**20))
+    started = time.perf_counter()
+    optimize_destinations(spark, catalog, settings)
+    seconds = time.perf_counter() - started
+    spark.conf.unset("spark.databricks.delta.optimize.maxFileSize")
+    name = catalog.silver_table(settings.tables[0].silver_table)
+    files = spark.sql(f"DESCRIBE DETAIL {name}").collect()[0].numFiles
+    return f", laid out by key first (lakeapply optimize: {seconds:.0f} s, {files} files)"
 
 
 def _machine() -> str:
@@ -513,6 +548,12 @@ def main() -> None:
         default="spread",
         help="spread: UPDATEs of existing keys drawn from the whole table; appended: new keys",
     )
+    parser.add_argument(
+        "--optimize-file-mib",
+        type=int,
+        default=None,
+        help="scaling: lay the table out by key (lakeapply optimize) into files of this size",
+    )
     parser.add_argument("--work", type=Path, default=None, help="scratch folder (default: temp)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()  # fmt: skip
@@ -532,7 +573,9 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     if args.scaling:
         rows = [int(r) for r in args.scaling_rows.split(",")]
-        results = run_scaling(spark, work, args.scaling_changes, rows, args.scaling_layout)
+        results = run_scaling(
+            spark, work, args.scaling_changes, rows, args.scaling_layout, args.optimize_file_mib
+        )
         if args.deletion_vectors:
             results = [
                 Measurement(**{**asdict(r), "note": f"{r.note}, deletion vectors"}) for r in results

@@ -73,7 +73,13 @@ def test_the_bundle_includes_one_file_per_job_under_resources() -> None:
     root, included = load_bundle()
     assert root["include"] == ["resources/*.yml"]
     names = {path.name for path in included}
-    assert names == {"configure.job.yml", "ingest.job.yml", "apply.job.yml", "gold.job.yml"}
+    assert names == {
+        "configure.job.yml",
+        "ingest.job.yml",
+        "apply.job.yml",
+        "gold.job.yml",
+        "optimize.job.yml",
+    }
     for path, _key, _job in jobs(included):
         assert len(included[path]["resources"]["jobs"]) == 1, f"{path.name}: one job per file"
 
@@ -109,6 +115,7 @@ def test_every_job_resolves_and_validates_against_the_databricks_job_model(targe
         "lakeapply_ingest",
         "lakeapply_apply",
         "lakeapply_gold",
+        "lakeapply_optimize",
     }
     for path, key, job in found:
         resolved = resolve(job, values)
@@ -144,7 +151,7 @@ def test_every_wheel_task_names_a_console_script_of_the_built_wheel(built_wheel:
             ]
             assert "../dist/*.whl" in environment["spec"]["dependencies"]
             assert (path.parent / "../dist").resolve() == REPO / "dist"
-    assert wheel_tasks == 3
+    assert wheel_tasks == 4
 
 
 def test_the_gold_task_runs_the_packaged_dbt_project_with_the_databricks_target() -> None:
