@@ -62,7 +62,7 @@ bench: $(BENCH_STAMP) ## Apply benchmark vs floor/alternatives (BENCH_ARGS="--si
 	$(BIN)/python benchmarks/apply_bench.py $(BENCH_ARGS)
 
 .PHONY: bench-scaling
-bench-scaling: $(BENCH_STAMP) ## 100k UPDATEs spread over tables of 100k vs 10M rows (BENCH_ARGS=--deletion-vectors)
+bench-scaling: $(BENCH_STAMP) ## 100k UPDATEs spread over tables of 100k vs 10M rows (BENCH_ARGS="--scaling-layout ranged --optimize-file-mib 8", --deletion-vectors)
 	$(BIN)/python benchmarks/apply_bench.py --scaling $(BENCH_ARGS)
 
 .PHONY: bench-big
