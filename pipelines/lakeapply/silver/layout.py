@@ -77,7 +77,10 @@ def optimize_destinations(
     files not yet clustered, so the cost follows what was written since the last run. A
     partitioned table (made outside lakeapply) is left as it is: Delta clusters none. A commit
     race with an apply cycle skips the table (OPTIMIZE changes no data; the next run does it)."""
-    tables = {t.silver_table: t for t in settings.tables if not t.dropped}
+    tables: dict[str, DestinationTable] = {}
+    for table in settings.tables:  # several sources into one table: the first, as created
+        if not table.dropped:
+            tables.setdefault(table.silver_table, table)
     names = {catalog.silver_table(name): table for name, table in tables.items()}
     present = existing_tables(spark, names)
     done = []
