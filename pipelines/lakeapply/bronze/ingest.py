@@ -767,6 +767,37 @@ def ingest(
         raise SimulatedCrash("after plan")
 
     progress(f"reading {len(plan)} files")
+    by_file, released = _write_batch_rows(
+        spark, catalog, plan, batch_id, now, progress, crash_after
+    )
+
+    results = _file_results(plan, by_file)
+    # A file with no new complete line keeps the fingerprint it was planned with.
+    fingerprints = {
+        source_file: row.prefix_fingerprint
+        for source_file, row in by_file.items()
+        if row.prefix_fingerprint is not None
+    }
+    commit_rows = _log_rows(spark, batch_id, "COMMITTED", plan, results, fingerprints, now)
+    _append_idempotent(commit_rows, log_table, batch_id * 2 + 1, ingest_log_table_schema())
+    progress(f"batch {batch_id} committed")
+    if compaction_due(batch_id):  # every batch reads its log whole (two files per batch)
+        progress("compacting the ingest log")
+        compact_small_files(spark, [log_table])
+    return IngestReport(batch_id, resumed, tuple(results), released_commits=released)
+
+
+def _write_batch_rows(
+    spark: SparkSession,
+    catalog: Catalog,
+    plan: list[PlannedFile],
+    batch_id: int,
+    now: datetime,
+    progress: ProgressCallback,
+    crash_after: str | None,
+) -> tuple[dict[str, Row], int]:
+    """The batch's lines classified once, then its bronze and quarantine appends (each
+    idempotent per batch): the per-file counts, and how many Debezium END events it released."""
     lines = _classified_plan(spark, catalog, plan, batch_id).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         by_file = _per_file_counts(lines)
@@ -775,7 +806,6 @@ def ingest(
             F.count(F.when(F.col("reason").isNull(), 1)).alias("valid"),
             F.count(F.when(F.col("reason").isNotNull(), 1)).alias("quarantined"),
         ).collect()[0]
-        released = int(totals.released)
         # An empty write would still be a Delta commit (a re-run of the batch skips it too).
         if totals.valid:
             progress("writing bronze LCRs")
@@ -799,21 +829,7 @@ def ingest(
             raise SimulatedCrash("after quarantine")
     finally:
         lines.unpersist()
-
-    results = _file_results(plan, by_file)
-    # A file with no new complete line keeps the fingerprint it was planned with.
-    fingerprints = {
-        source_file: row.prefix_fingerprint
-        for source_file, row in by_file.items()
-        if row.prefix_fingerprint is not None
-    }
-    commit_rows = _log_rows(spark, batch_id, "COMMITTED", plan, results, fingerprints, now)
-    _append_idempotent(commit_rows, log_table, batch_id * 2 + 1, ingest_log_table_schema())
-    progress(f"batch {batch_id} committed")
-    if compaction_due(batch_id):  # every batch reads its log whole (two files per batch)
-        progress("compacting the ingest log")
-        compact_small_files(spark, [log_table])
-    return IngestReport(batch_id, resumed, tuple(results), released_commits=released)
+    return by_file, int(totals.released)
 
 
 def _per_file_counts(lines: DataFrame) -> dict[str, Row]:
