@@ -9,10 +9,8 @@ Where each rule of ../shared/spec/apply-semantics.md lives, in the order a cycle
 3. route: rule sets, subset rules, transformations (rules 2, 3, 6): ``rules.py``, ``subset.py``,
    ``transformations.py``, called from ``assemble.py``; DML handlers (rule 7):
    ``dml_handlers.py``
-4. instantiation SCN, keys, conversion, static errors (rules 3, 5, 6): ``stage.py``, ``keys.py``,
-   ``spark_values.py`` (values read in Spark as ``rowops`` reads them)
-5. conflicts, handlers, error passes (rules 4, 7, 8): ``direct.py`` (lone chains, in Spark),
-   ``fold_passes.py``, ``fold.py``,
+4. instantiation SCN, keys, conversion, static errors (rules 3, 5, 6): ``stage.py``, ``keys.py``
+5. conflicts, handlers, error passes (rules 4, 7, 8): ``fold_passes.py``, ``fold.py``,
    ``rowops.py``, ``components.py``, ``error_handlers.py``; LOB pieces (rule 12): ``lob.py``;
    DEPENDENT_TRANSACTIONS hold-back (rule 9): ``dependent.py``, ``virtual_dependencies.py``
 6. write: MERGE, outcomes, error queue, spill (rules 8, 11): ``write.py``; destination file

@@ -35,7 +35,6 @@ from lakeapply.silver.cycle_state import (
     materialize,
 )
 from lakeapply.silver.ddl_apply import ddl_barrier
-from lakeapply.silver.direct import DIRECT, ROW_VALUES
 from lakeapply.silver.dml_handlers import HANDLER_ERROR, HANDLER_SEQUENCE, run_dml_handlers
 from lakeapply.silver.keys import (
     KeyBounds,
@@ -162,9 +161,7 @@ def _fold_input(
         current_parts[0]
         if current_parts
         else spark.createDataFrame(
-            [],
-            "silver_table string, group_id string, key_text string, row_json string, "
-            f"{ROW_VALUES} array<string>",
+            [], "silver_table string, group_id string, key_text string, row_json string"
         )
     )
     for part in current_parts[1:]:
@@ -182,7 +179,6 @@ def _fold_input(
         "static_error_number",
         "static_error_message",
         HANDLER_SEQUENCE,
-        DIRECT,
     )
     fold_input = lcr_rows.unionByName(
         current.select(F.lit("ROW").alias("kind"), "*"), allowMissingColumns=True
@@ -215,19 +211,23 @@ def _current_rows(
         destination.alias("d"),
         F.expr(null_safe_key_match(table, "k", "d")),
     )
-    texts = [
-        spark_text(column, F.col("d." + quote(column.name))) for column in table.definition.columns
-    ]
-    names = [F.lit(column.name) for column in table.definition.columns]
+    row_map = F.to_json(
+        F.create_map(
+            *[
+                part
+                for column in table.definition.columns
+                for part in (
+                    F.lit(column.name),
+                    spark_text(column, F.col("d." + quote(column.name))),
+                )
+            ]
+        )
+    )
     return matched.select(
         F.col("k.silver_table").alias("silver_table"),
         F.col("k.group_id").alias("group_id"),
         F.col("k.key_text").alias("key_text"),
-        F.to_json(
-            F.create_map(*[part for pair in zip(names, texts, strict=True) for part in pair])
-        ).alias("row_json"),
-        # the same texts in column order, for the lone chains Spark decides (direct.py)
-        F.array(*texts).alias(ROW_VALUES),
+        row_map.alias("row_json"),
     )
 
 

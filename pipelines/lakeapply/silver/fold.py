@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -237,8 +236,7 @@ def _changed_rows(
 
 
 def batch_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    """The rows of an Arrow batch as dicts, NULL as None (a NULL long arrives as NaN in a
-    float column from ``applyInPandas``, as ``pd.NA`` in an Int64 column from ``mapInPandas``).
+    """The rows of an Arrow batch as dicts, NULL as None (pandas turns a NULL long into NaN).
 
     Column-wise conversion: several times faster than ``to_dict("records")`` plus a NaN check
     per value, and this runs for every LCR of a cycle.
@@ -246,39 +244,31 @@ def batch_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     names = [str(name) for name in frame.columns]
     columns = []
     for name in names:
-        series = frame[name]
-        values = series.tolist()
-        if series.dtype.kind == "f":
+        values = frame[name].tolist()
+        if frame[name].dtype.kind == "f":
             values = [None if math.isnan(value) else value for value in values]
-        elif pd.api.types.is_extension_array_dtype(series.dtype) and series.hasnans:
-            values = [None if value is pd.NA else value for value in values]
         columns.append(values)
     return [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
 
 
-def fold_records(plan: FoldPlan, records: list[dict[str, Any]]) -> pd.DataFrame:
-    """Fold every key group among ``records`` (each group whole)."""
+def fold_bucket(plan: FoldPlan, bucket: pd.DataFrame) -> pd.DataFrame:
+    """Fold every key group of one bucket (the applyInPandas function)."""
     tables = {table.silver_table: table for table in plan.settings.tables}
     out: list[tuple[Any, ...]] = []
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for record in records:
+    for record in batch_records(bucket):
         groups.setdefault((str(record["silver_table"]), str(record["group_id"])), []).append(record)
-    for (silver_table, group_id), group in groups.items():
+    for (silver_table, group_id), records in groups.items():
         # The group goes with each output row: a later pass folds again only some groups.
-        out.extend((*row, group_id) for row in _fold_group(plan, tables[str(silver_table)], group))
+        out.extend(
+            (*row, group_id) for row in _fold_group(plan, tables[str(silver_table)], records)
+        )
     columns = [field.split()[0] for field in FOLD_OUTPUT_SCHEMA.split(", ")]
     return pd.DataFrame.from_records(out, columns=columns)
 
 
-def fold_partition(plan: FoldPlan) -> Callable[[Iterator[pd.DataFrame]], Iterator[pd.DataFrame]]:
-    """The ``mapInPandas`` function of a partition holding whole key groups (its Arrow batches
-    may split a group: they are read whole first, each batch converted on its own)."""
-
-    def run(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-        records: list[dict[str, Any]] = []
-        for batch in batches:
-            records.extend(batch_records(batch))
-        if records:
-            yield fold_records(plan, records)
+def fold_function(plan: FoldPlan) -> Any:
+    def run(bucket: pd.DataFrame) -> pd.DataFrame:
+        return fold_bucket(plan, bucket)
 
     return run

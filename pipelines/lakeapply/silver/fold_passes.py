@@ -25,20 +25,19 @@ from lakeapply.silver.assemble import unhandled_staged, with_group_ids
 from lakeapply.silver.components import STATIC_GROUP, TouchGraph, transaction_components
 from lakeapply.silver.cycle_state import Cycle, CycleInput, FoldOutcome, materialize
 from lakeapply.silver.dependent import held_transactions
-from lakeapply.silver.direct import applied_in, split_fold
 from lakeapply.silver.error_handlers import MessageId, handle_errors
-from lakeapply.silver.fold import FOLD_OUTPUT_SCHEMA, FoldPlan, Position, fold_partition
+from lakeapply.silver.fold import FOLD_OUTPUT_SCHEMA, FoldPlan, Position, fold_function
 from lakeapply.silver.settings import ApplySettings, CommitSerialization
 from lakeapply.silver.transactions import TRANSACTION_KEY
 from lakeapply.silver.virtual_dependencies import TOUCH_COLUMNS, virtual_touches
 
 
 def run_fold(fold_input: DataFrame, plan: FoldPlan, buckets: int) -> DataFrame:
-    """One fold of ``fold_input`` under ``plan``: the lone chains in Spark (``direct.py``), the
-    other key groups in Python, ``buckets`` partitions of whole groups."""
-    applies = applied_in(plan.failed, plan.held, plan.cut)
-    return split_fold(
-        fold_input, plan.settings, applies, buckets, fold_partition(plan), FOLD_OUTPUT_SCHEMA
+    bucket = F.pmod(F.hash("silver_table", "group_id"), F.lit(buckets))
+    return (
+        fold_input.withColumn("bucket", bucket)
+        .groupBy("bucket")
+        .applyInPandas(fold_function(plan), FOLD_OUTPUT_SCHEMA)
     )
 
 

@@ -33,19 +33,17 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from lakeapply.contract.oracle_types import (
+    MAX_DECIMAL_PRECISION,
+    UNCONSTRAINED_NUMBER_SCALE,
+    TypeFamily,
+)
+from lakeapply.contract.table_definitions import ColumnDefinition
 from lakeapply.silver.cycle_state import materialize
-from lakeapply.silver.direct import DIRECT, DIRECT_TYPE, RowReading, direct_layers, row_reading
 from lakeapply.silver.dml_handlers import HANDLER_ERROR, HANDLER_ERROR_NUMBER
 from lakeapply.silver.fold import batch_records, key_text
 from lakeapply.silver.rowops import ApplyRowError, lcr_keys
 from lakeapply.silver.settings import ApplySettings, DestinationTable
-from lakeapply.silver.spark_values import (
-    SparkReading,
-    converted,
-    spark_reading,
-    unique_names,
-    value_of,
-)
 from lakeapply.silver.virtual_dependencies import dependencies_of, dependency_values
 
 STAGED_COLUMNS = (
@@ -57,65 +55,82 @@ _IMAGES = ("old_values", "new_values")  # the value arrays the Spark path reads 
 _IN_PYTHON = "_staged_in_python"
 _OBJECT = ("source_database_name", "object_owner", "object_name")
 
+# The subset of rowops' number syntax Spark is sure to read the same way: ASCII digits, no
+# blanks (Python's \d and \s also match other scripts' digits and blanks: those go to Python).
+_PLAIN_NUMBER = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
+# Spark's JSON writer escapes control characters as \u001F, Python's as \u001f: keys holding
+# one are read in Python only, so that one key has one text.
+_CONTROL_CHARACTER = r"[\x00-\x1f]"
+
+
+@dataclass(frozen=True)
+class _KeyColumn:
+    """How Spark reads one key column from an LCR value (None from ``_spark_key_column``: it
+    cannot, and the table's LCRs are staged in Python)."""
+
+    name: str
+    decimal: T.DecimalType | None  # NUMBER columns
+    length: int | None  # character columns: the declared length, if any
+    blank_padded: bool  # CHAR, NCHAR
+
+
+def _spark_key_column(column: ColumnDefinition) -> _KeyColumn | None:
+    oracle_type = column.oracle_type
+    if oracle_type.family is TypeFamily.NUMBER:
+        precision, scale = oracle_type.precision, oracle_type.scale or 0
+        if precision is None:  # rowops._to_number: stored as DECIMAL(38,10)
+            precision, scale = MAX_DECIMAL_PRECISION, UNCONSTRAINED_NUMBER_SCALE
+        if not 0 <= scale <= precision <= MAX_DECIMAL_PRECISION:
+            return None
+        if oracle_type.spark_type() != T.DecimalType(precision, scale):
+            return None
+        return _KeyColumn(column.name, T.DecimalType(precision, scale), None, False)
+    if oracle_type.family is TypeFamily.CHARACTER:
+        padded = oracle_type.name in ("CHAR", "NCHAR") and oracle_type.length is not None
+        return _KeyColumn(column.name, None, oracle_type.length, padded)
+    return None
+
 
 def _spark_key_columns(
     settings: ApplySettings, table: DestinationTable
-) -> tuple[SparkReading, ...] | None:
+) -> tuple[_KeyColumn, ...] | None:
     """The table's key as Spark reads it, or None when its LCRs are staged in Python."""
     if dependencies_of(settings, table):  # virtual dependency values are computed in Python
         return None
-    columns = tuple(spark_reading(table.definition.column(c)) for c in table.effective_key)
+    columns = tuple(_spark_key_column(table.definition.column(c)) for c in table.effective_key)
     if any(column is None for column in columns):
         return None
     return tuple(column for column in columns if column is not None)
 
 
-@dataclass(frozen=True)
-class _Readings:
-    """The distinct key readings and whole-row readings (``direct.py``) of the apply's tables."""
-
-    keys: list[tuple[SparkReading, ...]]
-    rows: list[RowReading]
-
-
-def _index_of(reading: Any, readings: list[Any]) -> int | None:
-    if reading is None:
-        return None
-    if reading not in readings:
-        readings.append(reading)
-    return readings.index(reading)
-
-
 def _destination_objects(
     settings: ApplySettings, to_stage: DataFrame
-) -> tuple[DataFrame, _Readings]:
+) -> tuple[DataFrame, list[tuple[_KeyColumn, ...]]]:
     """(source object) -> its destination: dropped, silver table, instantiation SCN (rule 3,
-    resolved here once per object), the index of its key reading (null: Python) and of its
-    row reading (null: every LCR reaches the fold), and the distinct readings."""
-    readings = _Readings([], [])
+    resolved here once per object) and the index of its key reading (null: Python), and the
+    distinct key readings."""
+    readings: list[tuple[_KeyColumn, ...]] = []
     rows = []
     for source in sorted({table.source_object for table in settings.tables}):
         table = settings.table_for(*source)
         if table is None:
             continue
-        key_reading = _index_of(_spark_key_columns(settings, table), readings.keys)
+        reading = _spark_key_columns(settings, table)
+        if reading is not None and reading not in readings:
+            readings.append(reading)
         rows.append(
             (
                 *source,
                 table.dropped,
                 table.silver_table,
                 settings.instantiation_scn_for(*source),
-                key_reading,
-                None
-                if key_reading is None
-                else _index_of(row_reading(settings, table), readings.rows),
+                None if reading is None else readings.index(reading),
             )
         )
     objects = to_stage.sparkSession.createDataFrame(
         rows,
         "source_database_name string, object_owner string, object_name string, "
-        "_dropped boolean, _destination string, _instantiation_scn long, _reading int, "
-        "_direct int",
+        "_dropped boolean, _destination string, _instantiation_scn long, _reading int",
     )
     return objects, readings
 
@@ -183,6 +198,41 @@ def _routing_errors(settings: ApplySettings) -> tuple[Column, Column]:
     return number, message
 
 
+def _names(image: Column) -> Column:
+    """The column names of an image, in order (no lambda: Spark compiles the whole stage)."""
+    return F.coalesce(image, F.array())["column_name"]
+
+
+def _unique_names(image: Column) -> Column:
+    """No column twice in the image (rowops raises ORA-00957 for that: Python names it)."""
+    names = _names(image)
+    return F.size(F.array_distinct(names)) == F.size(names)
+
+
+def _value_of(image: Column, name: str) -> tuple[Column, Column]:
+    """(present, raw value) of one column in an image whose names are unique (the stage checks
+    that first). ``array_position`` and ``get`` instead of a ``filter`` lambda: a higher-order
+    function is interpreted row by row and turns off code generation for the whole projection."""
+    position = F.array_position(_names(image), F.lit(name))
+    # get: NULL, not an error, for the index -1 of an absent column (whatever ANSI says)
+    return position > 0, F.get(F.coalesce(image, F.array())["value"], position - 1)
+
+
+def _converted(column: _KeyColumn, raw: Column) -> tuple[Column, Column]:
+    """(clean, value): the value as the destination type holds it, and whether Spark read it
+    exactly as ``rowops.convert_value`` does (otherwise Python reads it)."""
+    if column.decimal is not None:
+        # Spark's cast rounds half up to the scale and is NULL when the rounded value has more
+        # integer digits than the precision allows: rowops' rounding and its ORA-01438.
+        value = raw.try_cast(column.decimal)
+        return raw.isNull() | (raw.rlike(_PLAIN_NUMBER) & value.isNotNull()), value
+    fits = F.lit(True) if column.length is None else F.char_length(raw) <= column.length
+    clean = raw.isNull() | (fits & ~raw.rlike(_CONTROL_CHARACTER))
+    if column.blank_padded and column.length is not None:
+        return clean, F.rpad(raw, column.length, " ")  # D8: CHAR is blank-padded
+    return clean, raw
+
+
 def _key_json(values: list[Column]) -> Column:
     return F.to_json(F.array(*[value.cast("string") for value in values]))
 
@@ -190,7 +240,7 @@ def _key_json(values: list[Column]) -> Column:
 Layer = dict[str, Column]
 
 
-def _spark_keys(reading: tuple[SparkReading, ...], index: int) -> tuple[list[Layer], Column]:
+def _spark_keys(reading: tuple[_KeyColumn, ...], index: int) -> tuple[list[Layer], Column]:
     """The layers of intermediate columns that read the key of an LCR of a table read by
     ``reading`` (number ``index``), and (clean, key text, moved key text) over them, as
     ``rowops.lcr_keys`` finds them: INSERT from new_values, UPDATE and DELETE from old_values,
@@ -214,12 +264,12 @@ def _spark_keys(reading: tuple[SparkReading, ...], index: int) -> tuple[list[Lay
     }
     lookups: Layer = {
         prefix + "names_ok": command.isin("INSERT", "UPDATE", "DELETE")
-        & unique_names(col("key_image"))
-        & (~(command == "UPDATE") | unique_names(col("new_image")))
+        & _unique_names(col("key_image"))
+        & (~(command == "UPDATE") | _unique_names(col("new_image")))
     }
     for number, column in enumerate(reading):
-        present, raw = value_of(col("key_image"), column.name)
-        sent, new_raw = value_of(col("new_image"), column.name)
+        present, raw = _value_of(col("key_image"), column.name)
+        sent, new_raw = _value_of(col("new_image"), column.name)
         lookups |= {
             f"{prefix}present{number}": present,
             f"{prefix}raw{number}": raw,
@@ -228,8 +278,8 @@ def _spark_keys(reading: tuple[SparkReading, ...], index: int) -> tuple[list[Lay
         }
     conversions: Layer = {}
     for number, column in enumerate(reading):
-        readable, value = converted(column, col(f"raw{number}"))
-        new_readable, new_value = converted(column, col(f"new_raw{number}"))
+        readable, value = _converted(column, col(f"raw{number}"))
+        new_readable, new_value = _converted(column, col(f"new_raw{number}"))
         conversions |= {
             f"{prefix}readable{number}": readable,
             f"{prefix}value{number}": value,
@@ -252,7 +302,7 @@ def _spark_keys(reading: tuple[SparkReading, ...], index: int) -> tuple[list[Lay
     )
 
 
-def _by_reading(readings: list[tuple[SparkReading, ...]]) -> tuple[list[Layer], Column]:
+def _by_reading(readings: list[tuple[_KeyColumn, ...]]) -> tuple[list[Layer], Column]:
     """The layers of every key reading, and the (clean, key, moved) struct of each LCR, chosen
     by its table's key reading."""
     layers: list[Layer] = [{}, {}, {}]
@@ -271,36 +321,14 @@ def _by_reading(readings: list[tuple[SparkReading, ...]]) -> tuple[list[Layer], 
     return layers, chosen
 
 
-def _by_row_reading(readings: list[RowReading]) -> tuple[list[Layer], Column]:
-    """The layers of every row reading, and the ``direct`` struct of each LCR (``direct.py``),
-    chosen by its table's row reading."""
-    layers: list[Layer] = [{}, {}, {}]
-    chosen: Column = F.lit(None).cast(DIRECT_TYPE)
-    for index, reading in reversed(list(enumerate(readings))):
-        reading_layers, direct = direct_layers(reading, index)
-        for layer, more in zip(layers, reading_layers, strict=True):
-            layer.update(more)
-        chosen = F.when(F.col("_direct") == index, direct).otherwise(chosen)
-    return layers, chosen
-
-
-def _merged(*layer_lists: list[Layer]) -> list[Layer]:
-    """Layers of several readings side by side: layer n of each in one projection."""
-    return [
-        {name: column for layer in layers for name, column in layer.items()}
-        for layers in zip(*layer_lists, strict=True)
-    ]
-
-
 def _staged_in_spark(settings: ApplySettings, to_stage: DataFrame) -> DataFrame:
     """Every LCR with the STAGED_COLUMNS Spark decides, and ``_IN_PYTHON`` for the ones whose
     key Python reads."""
     objects, readings = _destination_objects(settings, to_stage)
     frame = to_stage.join(F.broadcast(objects), list(_OBJECT), "left")
     error_number, error_message = _routing_errors(settings)
-    layers, keys = _by_reading(readings.keys)
-    row_layers, direct = _by_row_reading(readings.rows)
-    for layer in _merged(layers, row_layers):
+    layers, keys = _by_reading(readings)
+    for layer in layers:
         frame = frame.withColumns(layer)
     routed = error_number.isNull()
     frame = frame.withColumns(
@@ -308,7 +336,6 @@ def _staged_in_spark(settings: ApplySettings, to_stage: DataFrame) -> DataFrame:
             "_error_number": error_number,
             "_discarded": routed & (F.col("commit_scn") <= F.col("_instantiation_scn")),
             "_keys": keys,
-            "_direct_row": direct,
         }
     )
     routed = F.col("_error_number").isNull()
@@ -329,7 +356,6 @@ def _staged_in_spark(settings: ApplySettings, to_stage: DataFrame) -> DataFrame:
         .when(handler_error, F.col(HANDLER_ERROR))
         .alias("static_error_message"),
         F.lit(None).cast("string").alias("value_dependencies"),
-        F.when(keyed & F.col("_keys.moved").isNull(), F.col("_direct_row")).alias(DIRECT),
         (~decided & ~keyed).alias(_IN_PYTHON),
     )
 
@@ -382,12 +408,9 @@ def stage_lcrs(settings: ApplySettings, to_stage: DataFrame) -> DataFrame:
     decided = in_spark.where(~F.col(_IN_PYTHON)).drop(_IN_PYTHON)
     if in_python.limit(1).count() == 0:
         return decided
-    unstaged = in_python.drop(_IN_PYTHON, DIRECT, *_STAGED_NAMES)
+    unstaged = in_python.drop(_IN_PYTHON, *_STAGED_NAMES)
     staged_schema = T.StructType(
         unstaged.schema.fields + T._parse_datatype_string(STAGED_COLUMNS).fields  # type: ignore[attr-defined]
     )
-    by_python = unstaged.mapInPandas(_keys_in_python(settings), staged_schema).withColumn(
-        DIRECT,
-        F.lit(None).cast(DIRECT_TYPE),  # the fold decides every LCR Python stages
-    )
+    by_python = unstaged.mapInPandas(_keys_in_python(settings), staged_schema)
     return materialize(decided.unionByName(by_python))
