@@ -331,13 +331,19 @@ def reference_process(workload: Workload) -> ApplyProcess:
     return apply_process_from_config(workload.process, workload.definitions)
 
 
-def reference_outcome(workload: Workload, batches: int = 1) -> Comparable:
+def reference_outcome(
+    workload: Workload, batches: int = 1, received: int | None = None
+) -> Comparable:
     """The reference's result; ``batches``: the ingest batches the engine reads the workload
-    in, one per cycle (what a DEPENDENT_TRANSACTIONS abort has received: reference D15)."""
+    in, one per cycle (what a DEPENDENT_TRANSACTIONS abort has received: reference D15);
+    ``received``: only the first that many of them have landed (None: all)."""
     process = reference_process(workload)
     ends = list(itertools.accumulate(len(part) for part in landing_parts(workload, batches)))
+    if received is not None:
+        ends = ends[:received]
+    lcrs = workload.lcrs[: ends[-1]] if ends else []
     result: ReferenceResult = reference_apply(
-        process, workload.lcrs, workload.initial, batch_ends=ends, late_input=bool(workload.landing)
+        process, lcrs, workload.initial, batch_ends=ends, late_input=bool(workload.landing)
     )
     final = {
         name: [(c.name, c.kind) for c in result.definitions[name].columns]
@@ -416,6 +422,16 @@ def prepare(
     """Destination tables with their initial copies, every workload's LCRs landed in
     ``batches`` ingest batches, and the apply process ``run`` (one workload, or their merge)
     configured and started."""
+    settings = configure(spark, catalog, run, folder)
+    for batch in landing_batches(workloads, batches):
+        land(spark, catalog, batch, settings.apply_name)
+    start_apply(spark, catalog, settings)
+    return settings
+
+
+def configure(spark: SparkSession, catalog: Catalog, run: Workload, folder: Path) -> ApplySettings:
+    """The apply process ``run`` configured, its destination tables made and instantiated with
+    their initial copies; nothing landed, not started."""
     settings = engine_settings(run, folder)
     ensure_apply_tables(spark, catalog)
     ensure_destination_tables(spark, catalog, settings)
@@ -427,9 +443,6 @@ def prepare(
             load_initial_copy(
                 spark, catalog, production[name], _initial_frame(spark, target, table, rows)
             )
-    for batch in landing_batches(workloads, batches):
-        land(spark, catalog, batch, settings.apply_name)
-    start_apply(spark, catalog, settings)
     return settings
 
 
