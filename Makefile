@@ -43,7 +43,7 @@ test: check ## Static checks + the test suite (what CI runs)
 	$(BIN)/pytest -q -n 2 --dist loadgroup -m "not slow and not soak" --durations=30
 
 .PHONY: test-slow
-test-slow: $(STAMP) ## Wide property runs: the differential at >= 300 workloads (72-79 min on 2 cores, 6g per worker)
+test-slow: $(STAMP) ## Wide property runs: the differential at >= 300 workloads and the crash state machine (72-79 min on 2 cores before the state machine added ~15 min of one worker; 6g per worker)
 	LAKEAPPLY_TEST_DRIVER_MEMORY=6g $(BIN)/pytest -q -n 2 --dist loadgroup -m slow --durations=30
 
 .PHONY: soak

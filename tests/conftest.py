@@ -67,6 +67,7 @@ def landing(tmp_path: Path) -> Path:
 LONGEST_FIRST = (
     "tests/crash/",  # the longest single test (38.5 min in CI's run on a slow machine)
     "tests/silver/test_engine_differential.py",
+    "tests/silver/test_engine_stateful.py",  # test-slow: one test of ~15 min
     "tests/bronze/formats/test_capture_formats.py",
     "tests/silver/test_engine_restart.py",
     "tests/cli/test_concurrent_runs.py",
