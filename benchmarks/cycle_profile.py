@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from apply_bench import (
+    CHANGES_PER_TRANSACTION,
     LINES_PER_TRANSACTION,
     RESULTS,
     _machine,
@@ -41,9 +42,10 @@ from lakeapply.silver.plan import ensure_apply_tables, ensure_destination_tables
 
 
 def _workload(
-    lcrs: int, tables: int, open_ratio: float, work: Path
+    lcrs: int, tables: int, open_ratio: float, work: Path, error_transactions: float = 0.0
 ) -> tuple[Path, tuple[TableDefinition, ...], int]:
-    """apply_bench's workload, with a chosen share of transactions left open."""
+    """apply_bench's workload, with chosen shares of transactions left open and planted to
+    fail (each error pass shows as a step: "fold pass N")."""
     landing = work / "landing"
     spec = WorkloadSpec(
         seed=lcrs + tables,
@@ -52,6 +54,8 @@ def _workload(
         include_sample_scenario=False,
         files_per_source=max(4, lcrs // 125_000),
         open_ratio=open_ratio,
+        # The generator's conflicts are per change: about this share of transactions fails.
+        conflict_ratio=error_transactions / CHANGES_PER_TRANSACTION,
     )
     workload = write_workload(spec, landing)
     return landing, workload.tables, workload.initial_scn
@@ -145,6 +149,12 @@ def main() -> None:
         default=0.02,
         help="transactions left open (0: the spill stays empty, a cycle without a spill write)",
     )
+    parser.add_argument(
+        "--error-transactions",
+        type=float,
+        default=0.0,
+        help="share of transactions planted to fail, as in apply_bench's errors case",
+    )
     parser.add_argument("--label", default="", help="a word for the results title")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument(
@@ -165,7 +175,9 @@ def main() -> None:
     for setting in args.conf:
         key, _, value = setting.partition("=")
         spark.conf.set(key, value)
-    landing, definitions, initial_scn = _workload(args.lcrs, args.tables, args.open_ratio, work)
+    landing, definitions, initial_scn = _workload(
+        args.lcrs, args.tables, args.open_ratio, work, args.error_transactions
+    )
     source = Catalog("profile_src")
     lines = ingest(spark, source, landing).lines
     runs = []
@@ -195,7 +207,8 @@ def main() -> None:
         f"# One apply cycle, step by step{': ' + args.label if args.label else ''}",
         "",
         f"Run {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {_machine()}: {lines:,} LCRs into "
-        f"{args.tables} table(s), {args.open_ratio:.0%} of transactions left open, one cycle, "
+        f"{args.tables} table(s), {args.open_ratio:.0%} of transactions left open, "
+        f"{args.error_transactions:.0%} planted to fail, one cycle, "
         f"{args.repeat} repetition(s) in one session.",
         "",
         f"Cycle wall time (s): {', '.join(f'{t:.1f}' for t in times)} "
