@@ -77,10 +77,24 @@ def _jobs(spark: SparkSession) -> int:
     return max((job_id for job_id, _ in _retained_jobs(spark)), default=-1) + 1
 
 
-def _job_sites(spark: SparkSession, first: int) -> list[str]:
-    """Call sites (Python file:line of the action) of the jobs numbered ``first`` and up, as
-    far as the status store still keeps them."""
-    return [site for job_id, site in _retained_jobs(spark) if job_id >= first]
+def _job_sites(spark: SparkSession, first: int) -> list[tuple[str, float]]:
+    """(call site, seconds) of the jobs numbered ``first`` and up, as far as the status store
+    still keeps them: the Python file:line of the action, and the job's time from submission
+    to completion (jobs of one action may overlap: broadcasts run beside the query)."""
+    jobs = spark.sparkContext._jsc.sc().statusStore().jobsList(None)
+    sites = []
+    for i in range(jobs.size()):
+        job = jobs.apply(i)
+        if int(job.jobId()) < first:
+            continue
+        submitted, completed = job.submissionTime(), job.completionTime()
+        seconds = (
+            (completed.get().getTime() - submitted.get().getTime()) / 1000
+            if submitted.isDefined() and completed.isDefined()
+            else 0.0
+        )
+        sites.append((str(job.name()), seconds))
+    return sites
 
 
 def _commits(warehouse: Path, databases: list[str]) -> Counter[str]:
@@ -121,8 +135,13 @@ def profile_once(
         now, jobs = time.perf_counter(), _jobs(spark)
         steps.append((name, now - last["time"], int(jobs - last["jobs"])))
         if job_sites:
-            for site in Counter(_job_sites(spark, int(last["jobs"]))).items():
-                print(f"        {site[1]:3d} x {site[0]}   [{name}]")
+            counts: Counter[str] = Counter()
+            seconds: dict[str, float] = {}
+            for site, took in _job_sites(spark, int(last["jobs"])):
+                counts[site] += 1
+                seconds[site] = seconds.get(site, 0.0) + took
+            for site, count in counts.items():
+                print(f"        {count:3d} x {seconds[site]:6.2f} s {site}   [{name}]")
         last["time"], last["jobs"] = now, jobs
 
     reports = run_apply(spark, catalog, settings, step)

@@ -50,15 +50,11 @@ def _seeds_reached(
     failed_in = failed_in or {}
     reached = seeds_reached(
         spark.createDataFrame(touches, TOUCHES),
-        spark.createDataFrame(
-            [("DB", s, "t" if s in failed_in else None, failed_in.get(s)) for s in seeds],
-            "source_database_name string, transaction_id string, silver_table string,"
-            " group_id string",
-        ),
+        [("DB", s, "t" if s in failed_in else None, failed_in.get(s)) for s in seeds],
         max_iterations=16,
         one_task_touches=one_task_touches,
     )
-    return None if reached is None else {r.transaction_id for r in reached.collect()}
+    return None if reached is None else {transaction for _, transaction in reached}
 
 
 @WALKS
@@ -104,9 +100,7 @@ def test_a_chain_longer_than_the_iteration_limit_gives_no_answer(spark: SparkSes
     ]
     reached = seeds_reached(
         spark.createDataFrame(chain, TOUCHES),
-        spark.createDataFrame(
-            [("DB", "T00"), ("DB", "T19")], "source_database_name string, transaction_id string"
-        ),
+        [("DB", "T00", None, None), ("DB", "T19", None, None)],
         max_iterations=3,
         one_task_touches=0,  # the one-task walk has no limit
     )
@@ -175,12 +169,9 @@ def test_a_graph_numbered_once_answers_the_seeds_of_every_pass(spark: SparkSessi
         seeds = rng.sample([f"T{n:02d}" for n in range(16)], 4)
         last = max(int(seed[1:]) for seed in seeds)
         bounded = [touch for touch in touches if int(touch[1][1:]) <= last]
-        wanted = spark.createDataFrame(
-            [("DB", s) for s in seeds], "source_database_name string, transaction_id string"
-        )
-        reached = graph.seeds_reached(wanted)
+        reached = graph.seeds_reached([("DB", s, None, None) for s in seeds])
         assert reached is not None
-        assert {r.transaction_id for r in reached.collect()} == _hops_by_hand(bounded, seeds)
+        assert {transaction for _, transaction in reached} == _hops_by_hand(bounded, seeds)
 
 
 @WALKS

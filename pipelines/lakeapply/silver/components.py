@@ -20,7 +20,7 @@ is one pandas task (numpy per hop); above, one Spark join per hop.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -35,6 +35,21 @@ TABLE = "silver_table"
 ONE_TASK_TOUCHES = 2_000_000
 STATIC_GROUP = "!static"  # LCRs without a key: their errors need no state, they link nothing
 TRANSACTION = ["source_database_name", "transaction_id"]
+SEEDS_SCHEMA = (
+    "source_database_name string, transaction_id string, silver_table string, group_id string"
+)
+# A seed: a new failure of a fold pass, (source database, transaction id), and the group where
+# the pass rolled it back (silver table, group id), or None twice.
+Seed = tuple[str, str, str | None, str | None]
+
+
+def pair_is_one_of(first: str, second: str, pairs: Iterable[tuple[str, str]]) -> Column:
+    """(first, second) is one of ``pairs``: a literal set in the plan, which needs no Spark job
+    to send and no shuffle to meet (a pass's failures: a few thousand at most)."""
+    wanted = sorted({"\u0000".join(pair) for pair in pairs})
+    if not wanted:
+        return F.lit(False)
+    return F.concat_ws("\u0000", first, second).isin(*wanted)
 
 
 def commit_order(prefix: str) -> list[str]:
@@ -150,38 +165,32 @@ class TouchGraph:
         self._numbered: tuple[DataFrame, DataFrame, DataFrame] | None = None
         self._small: bool | None = None
 
-    def seeds_reached(self, seeds: DataFrame) -> DataFrame | None:
+    def seeds_reached(self, seeds: Sequence[Seed]) -> set[tuple[str, str]] | None:
         """The seeds whose outcome another seed's can change, followed forward in commit order.
 
-        seeds: (source_database_name, transaction_id), and optionally (silver_table,
-        group_id): a group where the pass already rolled the seed back (where it failed), so
+        seeds: (source_database_name, transaction_id, silver_table, group_id), the last two a
+        group where the pass already rolled the seed back (where it failed), or None: so
         that it changes nothing there if it fails, and a seed reaches nothing through it unless
         it is reached itself. A transaction is reached when it commits after a seed, or after a
         reached transaction, and touches a group that one touches: only then can what it sees
-        differ. Returns (source_database_name,
-        transaction_id) of the seeds reached this way. Finer than the components, which ignore
+        differ. Returns (source_database_name, transaction_id) of the seeds reached this way. Finer than the components, which ignore
         commit order: a failure is certain when no other failure of its pass reaches it. None
         when the chains need more than ``max_iterations`` joins (the one-task walk has no limit).
 
         Only the way to a seed matters, so the walk keeps to transactions committing no later
         than the last seed, and stops once every seed but the first is reached (nothing commits
         before the first seed to reach it)."""
-        if "group_id" not in seeds.columns:
-            seeds = seeds.select(
-                *TRANSACTION,
-                F.lit(None).cast("string").alias(TABLE),
-                F.lit(None).cast("string").alias("group_id"),
-            )
-        seeds = seeds.select(*TRANSACTION, TABLE, "group_id")
         if self._small is None:
             self._small = self.touches.count() <= self.one_task_touches
         if self._small:
             return self._reached_in_one_task(seeds)
-        rolled_back = seeds.where(F.col("group_id").isNotNull())
-        distinct_seeds = seeds.select(*TRANSACTION).distinct()
-        return _reached_by_joins(self.touches, distinct_seeds, rolled_back, self.max_iterations)
+        frame = self.touches.sparkSession.createDataFrame(list(seeds), SEEDS_SCHEMA)
+        rolled_back = frame.where(F.col("group_id").isNotNull())
+        distinct_seeds = frame.select(*TRANSACTION).distinct()
+        reached = _reached_by_joins(self.touches, distinct_seeds, rolled_back, self.max_iterations)
+        return None if reached is None else {(row[0], row[1]) for row in reached.collect()}
 
-    def _reached_in_one_task(self, seeds: DataFrame) -> DataFrame:
+    def _reached_in_one_task(self, seeds: Sequence[Seed]) -> set[tuple[str, str]]:
         if self._numbered is None:
             ranked = self.touches.select(
                 *TRANSACTION,
@@ -197,32 +206,52 @@ class TouchGraph:
                 ranked.select(TABLE, "group_id", "g").distinct().localCheckpoint(),
             )
         edges, numbers, groups = self._numbered
-        numbered_seeds = (
-            seeds.join(numbers, TRANSACTION)  # seeds without keyed touches reach nothing
-            .join(groups, [TABLE, "group_id"], "left")
-            .select(*TRANSACTION, "t", "g")
-            .collect()  # one row per seed: the pass's failures
-        )
-        transaction_of = {row.t: (row[0], row[1]) for row in numbered_seeds}
-        if len(transaction_of) < 2:  # one seed (or none) with keyed touches: nothing to reach
-            return seeds.select(*TRANSACTION).limit(0)
+        # The seeds' numbers, read with the seeds as literal sets: joined with a frame of them,
+        # each pass cost ~1.5 s more at 1M LCRs (shuffles, a job to send them).
+        number_of = {
+            (row[0], row[1]): int(row.t)
+            for row in numbers.where(
+                pair_is_one_of(
+                    "source_database_name", "transaction_id", ((s[0], s[1]) for s in seeds)
+                )
+            )
+            .select(*TRANSACTION, "t")
+            .collect()  # one row per seed with keyed touches (the others reach nothing)
+        }
+        if len(number_of) < 2:  # one seed (or none) with keyed touches: nothing to reach
+            return set()
+        rolled_back_in = [
+            (source, transaction, table, group)
+            for source, transaction, table, group in seeds
+            if table is not None and group is not None
+        ]
+        group_number_of = {
+            (row[0], row[1]): int(row.g)
+            for row in groups.where(
+                pair_is_one_of(TABLE, "group_id", ((s[2], s[3]) for s in rolled_back_in))
+            )
+            .select(TABLE, "group_id", "g")
+            .collect()  # one row per group where a seed failed
+        }
+        rolled_back = [
+            (number_of[(source, transaction)], group_number_of[(table, group)])
+            for source, transaction, table, group in rolled_back_in
+            if (source, transaction) in number_of and (table, group) in group_number_of
+        ]
+        transaction_of = {t: transaction for transaction, t in number_of.items()}
         seed_numbers = np.array(sorted(transaction_of))
-        rolled_back = [(row.t, row.g) for row in numbered_seeds if row.g is not None]
         walked = edges.where(F.col("t") <= int(seed_numbers[-1])).mapInPandas(
             _walk_from(seed_numbers, rolled_back), "t int"
         )
-        reached = [transaction_of[row.t] for row in walked.collect()]  # seeds only
-        return seeds.sparkSession.createDataFrame(
-            reached, "source_database_name string, transaction_id string"
-        )
+        return {transaction_of[row.t] for row in walked.collect()}  # seeds only
 
 
 def seeds_reached(
     touches: DataFrame,
-    seeds: DataFrame,
+    seeds: Sequence[Seed],
     max_iterations: int,
     one_task_touches: int = ONE_TASK_TOUCHES,
-) -> DataFrame | None:
+) -> set[tuple[str, str]] | None:
     """``TouchGraph.seeds_reached`` for one walk."""
     return TouchGraph(touches, max_iterations, one_task_touches).seeds_reached(seeds)
 

@@ -18,12 +18,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from lakeapply.silver.assemble import unhandled_staged, with_group_ids
 from lakeapply.silver.components import STATIC_GROUP, TouchGraph, transaction_components
-from lakeapply.silver.cycle_state import Cycle, CycleInput, FoldOutcome, materialize
+from lakeapply.silver.cycle_state import Cycle, CycleInput, FoldOutcome, is_one_of, materialize
 from lakeapply.silver.dependent import held_transactions
 from lakeapply.silver.error_handlers import MessageId, handle_errors
 from lakeapply.silver.fold import FOLD_OUTPUT_SCHEMA, FoldPlan, Position, fold_function
@@ -130,11 +130,10 @@ def _fold_pass(
         return PassFold.of(materialize(run_fold(rows, plan, buckets)))
     cycle.progress(f"fold pass {number}: the groups of {len(newly_failed)} new failure(s)")
     groups = (graph.keyed_touches, graph.keyless_groups)
-    return fold_again(cycle.spark, previous, (rows, *groups), plan, buckets, newly_failed)
+    return fold_again(previous, (rows, *groups), plan, buckets, newly_failed)
 
 
 def fold_again(
-    spark: SparkSession,
     previous: PassFold,
     fold_input_and_touches: tuple[DataFrame, DataFrame, DataFrame],
     plan: FoldPlan,
@@ -149,11 +148,8 @@ def fold_again(
     kept from pass to pass, not from a scan of the fold's input; the keyless groups (few LCRs,
     each with its static error) are folded again every time."""
     fold_input, touches, keyless_groups = fold_input_and_touches
-    newly = spark.createDataFrame(
-        sorted(newly_failed), "source_database_name string, transaction_id string"
-    )
     groups = materialize(
-        touches.join(F.broadcast(newly), list(TRANSACTION_KEY), "left_semi")
+        touches.where(is_one_of(newly_failed))
         .select(*_GROUP)
         .unionByName(keyless_groups)
         .distinct()
@@ -385,33 +381,27 @@ def _certain_failures(
     first = new_failures[0]
     if len(new_failures) == 1:
         return {(first.source_database_name, first.transaction_id): first}
-    wanted = graph.cycle.spark.createDataFrame(
-        [(e.source_database_name, e.transaction_id) for e in new_failures],
-        "source_database_name string, transaction_id string",
-    )
     # Where each failed, the pass rolled it back already: it reaches nothing through that group
     # unless another failure reaches it.
-    failed_in = graph.cycle.spark.createDataFrame(
+    reached = graph.touches().seeds_reached(
         [
             (e.source_database_name, e.transaction_id, e.silver_table, e.group_id)
             for e in new_failures
-        ],
-        "source_database_name string, transaction_id string, silver_table string, group_id string",
+        ]
     )
-    reached = graph.touches().seeds_reached(failed_in)
     if reached is not None:
-        depend = {(r.source_database_name, r.transaction_id) for r in reached.collect()}
         return {
             (e.source_database_name, e.transaction_id): e
             for e in new_failures
-            if (e.source_database_name, e.transaction_id) not in depend
+            if (e.source_database_name, e.transaction_id) not in reached
         }
     components = graph.components()
     if not isinstance(components, DataFrame):
         return {(first.source_database_name, first.transaction_id): first}
+    wanted = [(e.source_database_name, e.transaction_id) for e in new_failures]
     component_of = {
         (r.source_database_name, r.transaction_id): r.component
-        for r in wanted.join(components, ["source_database_name", "transaction_id"]).collect()
+        for r in components.where(is_one_of(wanted)).collect()
     }
     certain: dict[tuple[str, str], Any] = {}
     seen: set[str] = set()
