@@ -22,8 +22,13 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from lakeapply.silver.assemble import unhandled_staged, with_group_ids
-from lakeapply.silver.components import STATIC_GROUP, TouchGraph, transaction_components
-from lakeapply.silver.cycle_state import Cycle, CycleInput, FoldOutcome, is_one_of, materialize
+from lakeapply.silver.components import (
+    STATIC_GROUP,
+    TouchGraph,
+    driver_rows,
+    transaction_components,
+)
+from lakeapply.silver.cycle_state import Cycle, CycleInput, FoldOutcome, materialize
 from lakeapply.silver.dependent import held_transactions
 from lakeapply.silver.error_handlers import MessageId, handle_errors
 from lakeapply.silver.fold import FOLD_OUTPUT_SCHEMA, FoldPlan, Position, fold_function
@@ -149,7 +154,11 @@ def fold_again(
     each with its static error) are folded again every time."""
     fold_input, touches, keyless_groups = fold_input_and_touches
     groups = materialize(
-        touches.where(is_one_of(newly_failed))
+        touches.join(
+            F.broadcast(driver_rows(touches.sparkSession, newly_failed, TRANSACTION_KEY)),
+            list(TRANSACTION_KEY),
+            "left_semi",
+        )
         .select(*_GROUP)
         .unionByName(keyless_groups)
         .distinct()
@@ -398,10 +407,14 @@ def _certain_failures(
     components = graph.components()
     if not isinstance(components, DataFrame):
         return {(first.source_database_name, first.transaction_id): first}
-    wanted = [(e.source_database_name, e.transaction_id) for e in new_failures]
+    wanted = driver_rows(
+        graph.cycle.spark,
+        [(e.source_database_name, e.transaction_id) for e in new_failures],
+        TRANSACTION_KEY,
+    )
     component_of = {
         (r.source_database_name, r.transaction_id): r.component
-        for r in components.where(is_one_of(wanted)).collect()
+        for r in components.join(F.broadcast(wanted), list(TRANSACTION_KEY)).collect()
     }
     certain: dict[tuple[str, str], Any] = {}
     seen: set[str] = set()
