@@ -21,6 +21,23 @@ def test_bounds_span_the_addressed_keys_numerically_and_skip_untouched_tables(
     assert key_bounds(keys, [T001, T002]) == {"synth_t001": KeyBounds("-3", "10", False)}
 
 
+def test_each_table_gets_its_own_bounds_and_a_null_key_is_counted(spark: SparkSession) -> None:
+    keys = spark.createDataFrame(
+        [
+            ("synth_t001", '["7"]'),
+            ("synth_t002", "[null]"),
+            ("synth_t002", '["5"]'),
+            ("synth_t002", '["40"]'),
+            ("not_configured", '["1"]'),
+        ],
+        "silver_table string, key_text string",
+    )
+    assert key_bounds(keys, [T001, T002]) == {
+        "synth_t001": KeyBounds("7", "7", False),
+        "synth_t002": KeyBounds("5", "40", True),
+    }
+
+
 def test_the_range_predicate_keeps_only_rows_inside_the_bounds(spark: SparkSession) -> None:
     rows = spark.range(1, 12, 5).select(F.col("id").cast("decimal(10,0)").alias("ID")).alias("d")
     kept = rows.where(KeyBounds("2", "11", False).predicate(T001, "d"))

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from delta.tables import DeltaTable
+from py4j.protocol import Py4JError  # type: ignore[import-untyped]
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -63,7 +64,17 @@ class CycleReport:
 
 
 def latest_version(spark: SparkSession, qualified: str) -> int:
-    return int(DeltaTable.forName(spark, qualified).history(1).collect()[0]["version"])
+    """The newest Delta version of a table.
+
+    Resolving the table brings Delta's snapshot up to date with the log (commits of other
+    writers included); its version is then read in the JVM, without the Spark jobs of a
+    history read (~0.07 s a table against ~0.25-0.4 s; a cycle asks twice per destination
+    table). Where the JVM objects are out of reach (Spark Connect), the history is read."""
+    table = DeltaTable.forName(spark, qualified)
+    try:
+        return int(table._jdt.deltaLog().unsafeVolatileSnapshot().version())
+    except (AttributeError, Py4JError):
+        return int(table.history(1).collect()[0]["version"])
 
 
 def materialize(frame: DataFrame) -> DataFrame:

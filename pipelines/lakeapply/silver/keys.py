@@ -81,29 +81,31 @@ class KeyBounds:
 
 
 def key_bounds(keys: DataFrame, tables: list[DestinationTable]) -> dict[str, KeyBounds]:
-    """silver table -> bounds of the keys addressed in it; tables without changes are absent."""
-    parts = []
-    for table in tables:
-        column = table.definition.column(table.effective_key[0])
-        first = typed_key_columns(table, F.col("key_text"))[0]
-        ordered = column.oracle_type.family in RANGE_FAMILIES
-        parts.append(
-            keys.where(F.col("silver_table") == table.silver_table)
-            .select(first.alias("k"))
-            .agg(
-                F.lit(table.silver_table).alias("silver_table"),
-                (F.min("k") if ordered else F.lit(None)).cast("string").alias("low"),
-                (F.max("k") if ordered else F.lit(None)).cast("string").alias("high"),
-                F.count(F.when(F.col("k").isNull(), 1)).alias("nulls"),
-                F.count(F.lit(1)).alias("keys"),
-            )
-        )
-    if not parts:
+    """silver table -> bounds of the keys addressed in it; tables without changes are absent.
+
+    One aggregation over the cycle's keys with four measures per table (each typed as its
+    table's first key column), not one aggregation per table: 50 tables measured apart cost
+    51 Spark jobs and ~28 s of a 20k-LCR cycle on 2 cores."""
+    if not tables:
         return {}
-    union = parts[0]
-    for part in parts[1:]:
-        union = union.unionByName(part)
+    measures = []
+    for index, table in enumerate(tables):
+        column = table.definition.column(table.effective_key[0])
+        in_table = F.col("silver_table") == table.silver_table
+        first = F.when(in_table, typed_key_columns(table, F.col("key_text"))[0])
+        ordered = column.oracle_type.family in RANGE_FAMILIES
+        measures.append(
+            F.struct(
+                (F.min(first) if ordered else F.lit(None)).cast("string").alias("low"),
+                (F.max(first) if ordered else F.lit(None)).cast("string").alias("high"),
+                F.count(F.when(in_table & first.isNull(), 1)).alias("nulls"),
+                F.count(F.when(in_table, 1)).alias("keys"),
+            ).alias(f"t{index}")
+        )
+    measured = keys.agg(*measures).first()
+    assert measured is not None  # a global aggregation has one row, even over no keys
     return {
-        row.silver_table: KeyBounds(row.low, row.high, row.nulls > 0)
-        for row in union.where(F.col("keys") > 0).collect()
+        table.silver_table: KeyBounds(bounds.low, bounds.high, bounds.nulls > 0)
+        for table, bounds in zip(tables, measured, strict=True)
+        if bounds.keys > 0
     }
