@@ -79,8 +79,8 @@ def _jobs(spark: SparkSession) -> int:
 
 def _job_sites(spark: SparkSession, first: int) -> list[tuple[str, float]]:
     """(call site, seconds) of the jobs numbered ``first`` and up, as far as the status store
-    still keeps them: the Python file:line of the action, and the job's time from submission
-    to completion (jobs of one action may overlap: broadcasts run beside the query)."""
+    still keeps them: the Python file:line of the action (with the job's description), and the
+    job's time from submission to completion (jobs of one action may overlap: broadcasts run beside the query)."""
     jobs = spark.sparkContext._jsc.sc().statusStore().jobsList(None)
     sites = []
     for i in range(jobs.size()):
@@ -93,7 +93,11 @@ def _job_sites(spark: SparkSession, first: int) -> list[tuple[str, float]]:
             if submitted.isDefined() and completed.isDefined()
             else 0.0
         )
-        sites.append((str(job.name()), seconds))
+        # The description names Delta's own jobs ("Delta: Filtering files for query",
+        # "MERGE operation - scanning files for matches"), which share one call site.
+        description = job.description()
+        what = f" | {str(description.get())[:60]}" if description.isDefined() else ""
+        sites.append((str(job.name()) + what, seconds))
     return sites
 
 
@@ -190,7 +194,14 @@ def main() -> None:
 
     work = Path(tempfile.mkdtemp(prefix="lakeapply-profile-"))
     warehouse = work / "warehouse"
-    spark = get_spark(LocalSparkSettings(warehouse, app_name="lakeapply-profile"))
+    spark = get_spark(
+        LocalSparkSettings(
+            warehouse,
+            app_name="lakeapply-profile",
+            # --job-sites names every job of a cycle: the status store must still hold them.
+            retained_jobs=5000 if args.job_sites else 50,
+        )
+    )
     for setting in args.conf:
         key, _, value = setting.partition("=")
         spark.conf.set(key, value)

@@ -74,6 +74,9 @@ class LocalSparkSettings:
     # there is none; a long-lived session (a test run, a notebook) would write it only at its
     # end, too late to help anyone, so it only uses one (see lakeapply.runtime.jvm_cache).
     write_class_archive: bool = False
+    # Spark jobs (and stages) the status store keeps: few for a long-running apply (see
+    # local_session_options); a profile that names every job of a cycle raises it.
+    retained_jobs: int = 50
 
     def __post_init__(self) -> None:
         if not JVM_MEMORY_SIZE.fullmatch(self.driver_memory):
@@ -143,8 +146,8 @@ def local_session_options(settings: LocalSparkSettings, warehouse: Path) -> dict
         # cycle: live heap after a GC 162 -> 257 MiB over 6 cycles with the defaults, flat
         # (155-163 MiB) with these.
         "spark.sql.ui.retainedExecutions": "20",
-        "spark.ui.retainedJobs": "50",
-        "spark.ui.retainedStages": "50",
+        "spark.ui.retainedJobs": str(settings.retained_jobs),
+        "spark.ui.retainedStages": str(settings.retained_jobs),
         "spark.ui.retainedTasks": "2000",
     }
     if settings.small_data:
