@@ -15,6 +15,8 @@ from lakeapply.errors import ConfigurationError
 from lakeapply.gold import run_gold, session_warehouse
 from lakeapply.runtime.catalog import existing_tables
 from lakeapply.silver import admin, dictionary
+from lakeapply.silver.cycle_state import SimulatedApplyCrash
+from lakeapply.silver.engine import apply_cycle
 from lakeapply.testing import LakeapplyHarness, apply_settings, table_definition
 
 T = table_definition("HR.T", {"ID": "NUMBER(10)", "V": "VARCHAR2(10)"}, primary_key=["ID"])
@@ -67,6 +69,86 @@ def test_a_clean_cycle_commits_only_its_plan_the_changed_table_outcomes_and_prog
         "HR.T": 1,
     }
     assert existing_tables(apply.spark, error_tables(apply)) == set()
+
+
+def last_operation(lakeapply: LakeapplyHarness, table: str) -> str:
+    name = lakeapply.catalog.silver_table(lakeapply.silver_table_name(table))
+    return str(DeltaTable.forName(lakeapply.spark, name).history(1).collect()[0]["operation"])
+
+
+def test_a_table_whose_changes_only_insert_new_keys_gets_an_append_and_others_a_merge(
+    lakeapply: LakeapplyHarness,
+) -> None:
+    apply = configured(lakeapply)
+
+    apply.run(
+        apply.txn().insert("HR.T", ID=1, V="a").insert("HR.T", ID=2, V="b").commit(),
+        apply.txn().insert("HR.U", ID=1, V="u").commit(),
+    )
+    assert (last_operation(apply, "HR.T"), last_operation(apply, "HR.U")) == ("WRITE", "WRITE")
+
+    # HR.T: an update and a new key (a MERGE); HR.U: a new key only (an append again).
+    apply.run(
+        apply.txn().update("HR.T", old={"ID": 1, "V": "a"}, new={"V": "a2"}).commit(),
+        apply.txn().insert("HR.T", ID=3, V="c").insert("HR.U", ID=2, V="v").commit(),
+    )
+    assert (last_operation(apply, "HR.T"), last_operation(apply, "HR.U")) == ("MERGE", "WRITE")
+    assert sorted((int(r.ID), r.V) for r in apply.silver("HR.T").collect()) == [
+        (1, "a2"),
+        (2, "b"),
+        (3, "c"),
+    ]
+    assert sorted((int(r.ID), r.V) for r in apply.silver("HR.U").collect()) == [(1, "u"), (2, "v")]
+
+
+def test_a_key_inserted_and_deleted_in_one_cycle_writes_nothing_and_a_reinsert_is_an_upsert(
+    lakeapply: LakeapplyHarness,
+) -> None:
+    apply = configured(lakeapply)
+    apply.run(apply.txn().insert("HR.T", ID=1, V="a").commit())
+
+    apply.run(
+        apply.txn().insert("HR.T", ID=2, V="b").commit(),
+        apply.txn().delete("HR.T", ID=2, V="b").commit(),
+        apply.txn().delete("HR.T", ID=1, V="a").insert("HR.T", ID=1, V="again").commit(),
+    )
+
+    # Key 1 was there when the cycle read it: replaced in a MERGE, not appended next to itself.
+    assert last_operation(apply, "HR.T") == "MERGE"
+    assert [(int(r.ID), r.V) for r in apply.silver("HR.T").collect()] == [(1, "again")]
+
+
+def test_a_table_written_after_the_cycle_read_it_is_merged_so_no_key_is_doubled(
+    lakeapply: LakeapplyHarness,
+) -> None:
+    """The append is only for a table still at the version the cycle's fold read: here
+    another writer adds key 1 between the plan and the resumed cycle's write."""
+    apply = configured(lakeapply)
+    apply.land(apply.txn().insert("HR.T", ID=1, V="source").commit())
+    with pytest.raises(SimulatedApplyCrash):
+        apply_cycle(apply.spark, apply.catalog, apply.apply_process, crash_after="plan")
+    name = apply.catalog.silver_table(apply.silver_table_name("HR.T"))
+    apply.spark.sql(f"INSERT INTO {name} (ID, V) VALUES (1, 'other')")
+
+    apply.apply()  # resumes the planned cycle: its fold read the table before that insert
+
+    assert last_operation(apply, "HR.T") == "MERGE"
+    assert [(int(r.ID), r.V) for r in apply.silver("HR.T").collect()] == [(1, "source")]
+
+
+def test_a_cycle_resumed_after_its_append_landed_does_not_append_again(
+    lakeapply: LakeapplyHarness,
+) -> None:
+    apply = configured(lakeapply)
+    apply.land(apply.txn().insert("HR.T", ID=1, V="a").insert("HR.U", ID=1, V="u").commit())
+    with pytest.raises(SimulatedApplyCrash):
+        apply_cycle(apply.spark, apply.catalog, apply.apply_process, crash_after="merges")
+
+    apply.apply()
+
+    assert [(int(r.ID), r.V) for r in apply.silver("HR.T").collect()] == [(1, "a")]
+    assert [(int(r.ID), r.V) for r in apply.silver("HR.U").collect()] == [(1, "u")]
+    assert apply.transactions().count() == 1
 
 
 def error_tables(lakeapply: LakeapplyHarness) -> list[str]:

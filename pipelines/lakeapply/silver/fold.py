@@ -229,8 +229,11 @@ def _changed_rows(
         if after is None:
             out.append(("ROW", table.silver_table, text, "DELETE", None) + (None,) * 6)
         else:
+            # INSERT: no destination row had the key when the cycle read them (the write may
+            # append such rows instead of merging them, silver/write.py).
+            action = "INSERT" if before is None else "UPSERT"
             out.append(
-                ("ROW", table.silver_table, text, "UPSERT", _row_json(table, after)) + (None,) * 6
+                ("ROW", table.silver_table, text, action, _row_json(table, after)) + (None,) * 6
             )
     return out
 

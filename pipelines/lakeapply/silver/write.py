@@ -1,7 +1,9 @@
 """Step 5 of a cycle: write what the fold decided (rules 8 and 11).
 
 * One MERGE per destination table with changes (``merge_destinations``), several at a time,
-  each idempotent for the cycle and pruned to the cycle's key range.
+  each idempotent for the cycle and pruned to the cycle's key range; an append instead where
+  every change inserts a key the table did not hold and the table is still at the version the
+  cycle read it at.
 * Transaction outcomes and the error queue (DBA_APPLY_ERROR, DBA_APPLY_ERROR_MESSAGES; only
   when there are errors), the late LCRs reported as errors (``record_outcomes``).
 * The spill: open transactions and those deferred by a cut or held back, rewritten only when
@@ -48,17 +50,27 @@ MERGE_THREADS = 4  # concurrent MERGEs (one per destination table) in a cycle
 def merge_destinations(
     cycle: Cycle, final_rows: DataFrame, bounds: dict[str, KeyBounds]
 ) -> tuple[dict[str, int], int]:
-    """Step 5a: one MERGE per destination table with changes, idempotent per cycle; the Delta
-    version of every destination table after the cycle, and how many were merged."""
+    """Step 5a: one write per destination table with changes, idempotent per cycle; the Delta
+    version of every destination table after the cycle, and how many were written.
+
+    A table whose changes all insert keys it did not hold when the cycle read it gets a plain
+    append, provided it is still at the version the cycle read (``plan.table_versions``): then
+    no row can match, and the MERGE's scan for matches and its snapshot statistics (~9 Spark
+    jobs a table) are saved. Any other table, or one written since (a resumed cycle whose
+    append already landed, another writer), is MERGEd. Both use the same transaction id, so
+    a resumed cycle skips the table either way."""
     spark, catalog, settings, plan = cycle.spark, cycle.catalog, cycle.settings, cycle.plan
-    changed_tables = {
-        r.silver_table for r in final_rows.select("silver_table").distinct().collect()
+    inserts_only = {
+        r.silver_table: bool(r.inserts_only)
+        for r in final_rows.groupBy("silver_table")
+        .agg(F.bool_and(F.col("action") == "INSERT").alias("inserts_only"))
+        .collect()
     }
     versions_after = dict(plan.table_versions)
     to_merge = [
         table
         for table in {t.silver_table: t for t in settings.tables}.values()
-        if table.silver_table in changed_tables
+        if table.silver_table in inserts_only
     ]
 
     def merge(table: DestinationTable) -> tuple[str, int]:
@@ -66,15 +78,17 @@ def merge_destinations(
         # tables merge concurrently, each MERGE still idempotent per cycle.
         session = spark.newSession()
         name = catalog.silver_table(table.silver_table)
-        _merge_table(
-            session,
-            name,
-            table,
-            final_rows,
-            bounds[table.silver_table],
-            f"{cycle.app}:{table.silver_table}",
-            plan.cycle_id,
-        )
+        app_id = f"{cycle.app}:{table.silver_table}"
+        source = _source_rows(table, final_rows)
+        if (
+            inserts_only[table.silver_table]
+            and latest_version(session, name) == plan.table_versions[table.silver_table]
+        ):
+            _append_inserts(name, source, app_id, plan.cycle_id)
+        else:
+            _merge_table(
+                session, name, table, source, bounds[table.silver_table], app_id, plan.cycle_id
+            )
         return table.silver_table, latest_version(session, name)
 
     if cycle.crash_after == "first_merge" and to_merge:
@@ -398,21 +412,11 @@ def append_errors(
     )
 
 
-def _merge_table(
-    spark: SparkSession,
-    name: str,
-    table: DestinationTable,
-    final_rows: DataFrame,
-    bounds: KeyBounds,
-    app_id: str,
-    cycle_id: int,
-) -> None:
-    """One MERGE of the cycle's final rows into one destination table, idempotent per cycle.
-
-    The key bounds are a target-only predicate of the merge condition: Delta prunes the files
-    the MERGE scans for matches with it."""
+def _source_rows(table: DestinationTable, final_rows: DataFrame) -> DataFrame:
+    """The cycle's final rows of one destination table, typed as its columns, with the
+    fold's action (INSERT, UPSERT, DELETE) in ``__lakeapply_action``."""
     values = F.from_json(F.col("row_json"), "map<string,string>")
-    source = final_rows.where(F.col("silver_table") == table.silver_table).select(
+    return final_rows.where(F.col("silver_table") == table.silver_table).select(
         F.col("action").alias("__lakeapply_action"),
         *[
             F.coalesce(
@@ -429,6 +433,30 @@ def _merge_table(
             for column in table.definition.columns
         ],
     )
+
+
+def _append_inserts(name: str, source: DataFrame, app_id: str, cycle_id: int) -> None:
+    """The rows of keys the table does not hold, appended, idempotent per cycle (the same
+    transaction id as the MERGE's)."""
+    source.drop("__lakeapply_action").writeTo(name).option("txnAppId", app_id).option(
+        "txnVersion", str(cycle_id)
+    ).append()
+
+
+def _merge_table(
+    spark: SparkSession,
+    name: str,
+    table: DestinationTable,
+    source: DataFrame,
+    bounds: KeyBounds,
+    app_id: str,
+    cycle_id: int,
+) -> None:
+    """One MERGE of the cycle's final rows (``_source_rows``) into one destination table,
+    idempotent per cycle.
+
+    The key bounds are a target-only predicate of the merge condition: Delta prunes the files
+    the MERGE scans for matches with it."""
     columns: dict[str, str | Column] = {
         quote(c.name): F.col("s." + quote(c.name)) for c in table.definition.columns
     }
@@ -444,7 +472,7 @@ def _merge_table(
             )
             .whenMatchedDelete(condition="s.__lakeapply_action = 'DELETE'")
             .whenMatchedUpdate(set=columns)
-            .whenNotMatchedInsert(condition="s.__lakeapply_action = 'UPSERT'", values=columns)
+            .whenNotMatchedInsert(condition="s.__lakeapply_action <> 'DELETE'", values=columns)
             .execute()
         )
     finally:
