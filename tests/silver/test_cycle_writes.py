@@ -151,6 +151,30 @@ def test_a_cycle_resumed_after_its_append_landed_does_not_append_again(
     assert apply.transactions().count() == 1
 
 
+def test_updates_to_two_tables_in_one_cycle_are_compared_with_each_tables_own_rows(
+    lakeapply: LakeapplyHarness,
+) -> None:
+    """Each table's addressed rows are read on their own (side by side when there are
+    several): an update is compared with its own table's row, never the other's."""
+    apply = configured(lakeapply)
+    apply.run(apply.txn().insert("HR.T", ID=1, V="a").insert("HR.U", ID=1, V="b").commit())
+
+    apply.run(
+        apply.txn(transaction_id="5.5.5")
+        .update("HR.T", old={"ID": 1, "V": "a"}, new={"V": "a2"})
+        .commit(),
+        # HR.U holds "b": the compared old value conflicts (ORA-26786).
+        apply.txn(transaction_id="6.6.6")
+        .update("HR.U", old={"ID": 1, "V": "a"}, new={"V": "b2"})
+        .commit(),
+    )
+
+    assert [(int(r.ID), r.V) for r in apply.silver("HR.T").collect()] == [(1, "a2")]
+    assert [(int(r.ID), r.V) for r in apply.silver("HR.U").collect()] == [(1, "b")]
+    errors = apply.error_queue().collect()
+    assert [(e.source_transaction_id, e.error_number) for e in errors] == [("6.6.6", 26786)]
+
+
 def error_tables(lakeapply: LakeapplyHarness) -> list[str]:
     return [lakeapply.catalog.apply_table(name) for name in dictionary.ERROR_TABLES]
 

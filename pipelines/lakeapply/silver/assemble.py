@@ -15,6 +15,8 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession, Window
@@ -23,6 +25,7 @@ from pyspark.sql import functions as F
 from lakeapply.bronze.tables import LCR_TABLE
 from lakeapply.contract.identifiers import quote
 from lakeapply.runtime.catalog import Catalog
+from lakeapply.runtime.concurrency import side_by_side
 from lakeapply.silver import dictionary
 from lakeapply.silver.components import STATIC_GROUP, key_components
 from lakeapply.silver.cycle_state import (
@@ -152,11 +155,26 @@ def _fold_input(
     keys = materialize(keys)
     tables = list({table.silver_table: table for table in settings.tables}.values())
     bounds = key_bounds(keys, tables)
-    current_parts = [
-        _current_rows(spark, catalog, table, plan.table_versions[table.silver_table], keys, bounds)
+    reads = [
+        functools.partial(
+            _current_rows,
+            spark,
+            catalog,
+            table,
+            plan.table_versions[table.silver_table],
+            keys,
+            bounds,
+        )
         for table in tables
         if table.silver_table in bounds  # no change addresses a table: it is not read at all
     ]
+    # Several tables: each read runs on its own, a few side by side, so one table's planning
+    # (Delta's file filtering jobs, the driver's work) overlaps another's scan.
+    current_parts = (
+        side_by_side([functools.partial(_materialized, read) for read in reads])
+        if len(reads) > 1
+        else [read() for read in reads]
+    )
     current = (
         current_parts[0]
         if current_parts
@@ -184,6 +202,10 @@ def _fold_input(
         current.select(F.lit("ROW").alias("kind"), "*"), allowMissingColumns=True
     )
     return fold_input, bounds
+
+
+def _materialized(read: Callable[[], DataFrame]) -> DataFrame:
+    return materialize(read())
 
 
 def _current_rows(
