@@ -69,6 +69,10 @@ bench-scaling: $(BENCH_STAMP) ## 100k UPDATEs spread over tables of 100k vs 10M 
 bench-big: $(BENCH_STAMP) ## One 1M-LCR transaction, 100k open transactions, one open over 100 cycles: time + peak memory
 	$(BIN)/python benchmarks/big_transactions.py $(BENCH_ARGS)
 
+.PHONY: bench-memory
+bench-memory: $(BENCH_STAMP) ## The driver's memory from 100k to 1M LCRs, executors in a JVM of their own (local-cluster)
+	$(BIN)/python benchmarks/driver_memory.py $(BENCH_ARGS)
+
 .PHONY: lint
 lint: $(STAMP) ## ruff lint + format check
 	$(BIN)/ruff check pipelines tests benchmarks examples

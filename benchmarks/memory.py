@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import os
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -89,6 +90,45 @@ def peak_memory(spark: SparkSession) -> Iterator[PeakMemory]:
     runtime = jvm.java.lang.Runtime.getRuntime()
     jvm.java.lang.System.gc()
     peak.jvm_heap_mib = (runtime.totalMemory() - runtime.freeMemory()) / 2**20
+
+
+@dataclass
+class LiveHeap:
+    """The JVM's heap in use right after a full GC, sampled while a run went on."""
+
+    samples: int = 0
+    peak_mib: float = 0.0
+    # Spark's storage memory (cached blocks, broadcast copies) in this JVM at the same samples:
+    # with the executors in their own JVM, only what the driver keeps of broadcasts.
+    peak_storage_mib: float = 0.0
+
+
+@contextmanager
+def live_heap(spark: SparkSession, every_seconds: float) -> Iterator[LiveHeap]:
+    """Every ``every_seconds``, a full GC of the session's JVM, then its heap in use: the peak
+    is the most the JVM held live, where the resident high-water mark is how far its heap
+    grew. The GCs slow the run: time it without this."""
+    jvm: Any = spark.sparkContext._jvm
+    runtime = jvm.java.lang.Runtime.getRuntime()
+    heap = LiveHeap()
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.wait(every_seconds):
+            jvm.java.lang.System.gc()
+            used = (runtime.totalMemory() - runtime.freeMemory()) / 2**20
+            storage = jvm.org.apache.spark.SparkEnv.get().memoryManager().storageMemoryUsed()
+            heap.samples += 1
+            heap.peak_mib = max(heap.peak_mib, used)
+            heap.peak_storage_mib = max(heap.peak_storage_mib, storage / 2**20)
+
+    sampler = threading.Thread(target=sample, name="live-heap-sampler", daemon=True)
+    sampler.start()
+    try:
+        yield heap
+    finally:
+        stop.set()
+        sampler.join()
 
 
 def dump_live_heap(spark: SparkSession, path: Path) -> Path:
