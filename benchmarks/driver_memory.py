@@ -38,7 +38,7 @@ from memory import live_heap, peak_memory
 from lakeapply.bronze.ingest import ingest
 from lakeapply.landing.generator import WorkloadSpec, synthetic_table_definitions, write_workload
 from lakeapply.runtime.catalog import Catalog
-from lakeapply.runtime.session import LocalSparkSettings, get_spark
+from lakeapply.runtime.session import JVM_MEMORY_SIZE, LocalSparkSettings, get_spark
 from lakeapply.silver.engine import run_apply
 from lakeapply.silver.plan import ensure_apply_tables, ensure_destination_tables
 
@@ -109,6 +109,12 @@ def measure(args: argparse.Namespace) -> DriverMemory:
     )
 
 
+def _jvm_size(text: str) -> str:
+    if not JVM_MEMORY_SIZE.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a size such as 4g or 6144m")
+    return text
+
+
 def _mib(size: str) -> int:
     number, unit = int(size[:-1]), size[-1].lower()
     return number * 1024 if unit == "g" else number
@@ -135,7 +141,10 @@ def _child(role: str, args: argparse.Namespace, work: Path, lcrs: int, **extra: 
     ]
     for name, value in extra.items():
         command += [f"--{name.replace('_', '-')}", str(value)]
-    done = subprocess.run(command, check=True, capture_output=True, text=True)
+    done = subprocess.run(command, check=False, capture_output=True, text=True)
+    if done.returncode != 0:
+        tail = "\n".join(done.stderr.strip().splitlines()[-20:])
+        raise SystemExit(f"the {role} step of {lcrs:,} LCRs failed ({done.returncode}):\n{tail}")
     return done.stdout.strip().splitlines()[-1]
 
 
@@ -185,8 +194,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--sizes", default="100000,1000000", help="LCR counts, comma separated")
     parser.add_argument("--tables", type=int, default=1)
-    parser.add_argument("--driver-memory", default="2g")
-    parser.add_argument("--executor-memory", default="4g")
+    parser.add_argument("--driver-memory", type=_jvm_size, default="2g")
+    parser.add_argument("--executor-memory", type=_jvm_size, default="4g")
     parser.add_argument("--sample-seconds", type=float, default=2.0)
     parser.add_argument("--work", type=Path, default=None, help="scratch folder (default: temp)")
     parser.add_argument("--out", type=Path, default=RESULTS)
