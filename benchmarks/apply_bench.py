@@ -50,6 +50,7 @@ from lakeapply.landing.generator import (
     write_workload,
 )
 from lakeapply.runtime.catalog import Catalog
+from lakeapply.runtime.lease import hold_warehouse_for_process
 from lakeapply.runtime.session import LocalSparkSettings, get_spark
 from lakeapply.silver.engine import load_initial_copy, run_apply
 from lakeapply.silver.layout import optimize_destinations
@@ -592,6 +593,7 @@ def main() -> None:
     work = args.work or Path(tempfile.mkdtemp(prefix="lakeapply-bench-"))
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
+    hold_warehouse_for_process(work / "warehouse")  # as the CLI does (runtime/lease.py)
     spark = get_spark(LocalSparkSettings(work / "warehouse", app_name="lakeapply-bench"))
     if args.deletion_vectors:  # what Databricks does for new tables by default
         spark.conf.set(DELETION_VECTORS_DEFAULT, "true")

@@ -37,6 +37,7 @@ from pyspark.sql import SparkSession
 from lakeapply.bronze.ingest import ingest
 from lakeapply.landing.generator import synthetic_table_definitions
 from lakeapply.runtime.catalog import Catalog
+from lakeapply.runtime.lease import hold_warehouse_for_process
 from lakeapply.runtime.session import LocalSparkSettings, get_spark
 from lakeapply.silver import dictionary
 from lakeapply.silver.engine import run_apply
@@ -325,6 +326,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="lakeapply-big-"))
+    hold_warehouse_for_process(work / "warehouse")  # as the CLI does (runtime/lease.py)
     spark = get_spark(LocalSparkSettings(work / "warehouse", driver_memory=args.driver_memory))
     results: list[Result] = []
     for size in (int(part) for part in args.file_lines.split(",") if part):

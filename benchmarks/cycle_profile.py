@@ -36,6 +36,7 @@ from lakeapply.bronze.tables import LCR_TABLE
 from lakeapply.contract.table_definitions import TableDefinition
 from lakeapply.landing.generator import WorkloadSpec, write_workload
 from lakeapply.runtime.catalog import Catalog
+from lakeapply.runtime.lease import hold_warehouse_for_process
 from lakeapply.runtime.session import LocalSparkSettings, get_spark
 from lakeapply.silver.engine import run_apply
 from lakeapply.silver.plan import ensure_apply_tables, ensure_destination_tables
@@ -194,6 +195,7 @@ def main() -> None:
 
     work = Path(tempfile.mkdtemp(prefix="lakeapply-profile-"))
     warehouse = work / "warehouse"
+    hold_warehouse_for_process(warehouse)  # as the CLI does (runtime/lease.py)
     spark = get_spark(
         LocalSparkSettings(
             warehouse,

@@ -38,6 +38,7 @@ from memory import live_heap, peak_memory
 from lakeapply.bronze.ingest import ingest
 from lakeapply.landing.generator import WorkloadSpec, synthetic_table_definitions, write_workload
 from lakeapply.runtime.catalog import Catalog
+from lakeapply.runtime.lease import hold_warehouse_for_process
 from lakeapply.runtime.session import JVM_MEMORY_SIZE, LocalSparkSettings, get_spark
 from lakeapply.silver.engine import run_apply
 from lakeapply.silver.plan import ensure_apply_tables, ensure_destination_tables
@@ -76,6 +77,7 @@ def measure(args: argparse.Namespace) -> DriverMemory:
     os.environ.setdefault("SPARK_HOME", str(Path(pyspark.__file__).parent))
     os.environ["SPARK_EXECUTOR_MEMORY"] = args.executor_memory
     executor_mib = _mib(args.executor_memory)
+    hold_warehouse_for_process(args.work / "warehouse")  # as the CLI does (runtime/lease.py)
     spark = get_spark(
         LocalSparkSettings(
             args.work / "warehouse",

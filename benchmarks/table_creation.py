@@ -37,6 +37,7 @@ from lakeapply.bronze.tables import (
     quarantine_table_schema,
 )
 from lakeapply.runtime.catalog import Catalog, ensure_database
+from lakeapply.runtime.lease import hold_warehouse_for_process
 from lakeapply.runtime.session import LocalSparkSettings, get_spark
 from lakeapply.silver import dictionary
 from lakeapply.silver.plan import ensure_dictionary_tables
@@ -67,6 +68,7 @@ def main() -> None:
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="lakeapply-creation-"))
+    hold_warehouse_for_process(work / "warehouse")  # as the CLI does (runtime/lease.py)
     spark = get_spark(LocalSparkSettings(work / "warehouse", app_name="lakeapply-creation"))
     rows = []
     for n in range(args.repeat):

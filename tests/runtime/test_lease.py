@@ -22,6 +22,7 @@ from lakeapply.runtime.lease import (
     WarehouseLeaseError,
     acquire_warehouse_lease,
     hold_warehouse_for_process,
+    holds_lease,
     read_lease_holder,
 )
 
@@ -125,6 +126,13 @@ def test_a_process_holds_its_lease_once_however_often_it_asks(tmp_path: Path) ->
         assert hold_warehouse_for_process(tmp_path / "wh" / ".." / "wh") is first
     finally:
         first.release()
+
+
+def test_a_process_knows_which_warehouse_leases_it_holds(tmp_path: Path) -> None:
+    with acquire_warehouse_lease(tmp_path / "wh"):
+        assert holds_lease(tmp_path / "wh" / ".." / "wh")
+        assert not holds_lease(tmp_path / "other")
+    assert not holds_lease(tmp_path / "wh")
 
 
 def test_an_unusable_warehouse_path_is_a_lakeapply_error(tmp_path: Path) -> None:

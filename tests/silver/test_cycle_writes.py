@@ -8,12 +8,17 @@ tables get a commit, and which tables a run creates.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
 import pytest
 from delta.tables import DeltaTable
 
 from lakeapply.errors import ConfigurationError
 from lakeapply.gold import run_gold, session_warehouse
 from lakeapply.runtime.catalog import existing_tables
+from lakeapply.runtime.lease import acquire_warehouse_lease
 from lakeapply.silver import admin, dictionary
 from lakeapply.silver.cycle_state import SimulatedApplyCrash
 from lakeapply.silver.engine import apply_cycle
@@ -146,6 +151,53 @@ def test_a_cycle_resumed_after_its_append_landed_does_not_append_again(
 
     apply.apply()
 
+    assert [(int(r.ID), r.V) for r in apply.silver("HR.T").collect()] == [(1, "a")]
+    assert [(int(r.ID), r.V) for r in apply.silver("HR.U").collect()] == [(1, "u")]
+    assert apply.transactions().count() == 1
+
+
+def last_commit_actions(lakeapply: LakeapplyHarness, table: str) -> set[str]:
+    """The kinds of action (``add``, ``txn``, ``commitInfo``, ...) in a table's newest commit."""
+    name = lakeapply.catalog.silver_table(lakeapply.silver_table_name(table))
+    detail = lakeapply.spark.sql(f"DESCRIBE DETAIL {name}").collect()[0]
+    log = Path(unquote(urlparse(detail["location"]).path)) / "_delta_log"
+    newest = log / f"{int(detail_version(lakeapply, name)):020d}.json"
+    return {kind for line in newest.read_text().splitlines() for kind in json.loads(line)}
+
+
+def detail_version(lakeapply: LakeapplyHarness, name: str) -> int:
+    return int(DeltaTable.forName(lakeapply.spark, name).history(1).collect()[0]["version"])
+
+
+def test_an_append_is_idempotent_by_transaction_id_without_the_warehouse_lease(
+    lakeapply: LakeapplyHarness,
+) -> None:
+    """Without the lease (Databricks: a retried job beside a slow one) two runs of one cycle
+    could both find the table at the version the cycle read: the transaction id makes the
+    second one conflict instead of appending again."""
+    apply = configured(lakeapply)
+    apply.run(apply.txn().insert("HR.T", ID=1, V="a").commit())
+    assert last_operation(apply, "HR.T") == "WRITE"
+    assert "txn" in last_commit_actions(apply, "HR.T")
+
+
+def test_under_the_warehouse_lease_an_append_skips_the_transaction_id_and_a_resume_merges(
+    lakeapply: LakeapplyHarness,
+) -> None:
+    """The lease keeps a second run out, and the version check sends a resumed cycle whose
+    append landed to a MERGE of the same rows: the transaction id (a read of the table's whole
+    log state) is not needed."""
+    apply = configured(lakeapply)
+    apply.land(apply.txn().insert("HR.T", ID=1, V="a").insert("HR.U", ID=1, V="u").commit())
+    with acquire_warehouse_lease(session_warehouse(apply.spark)):
+        with pytest.raises(SimulatedApplyCrash):
+            apply_cycle(apply.spark, apply.catalog, apply.apply_process, crash_after="merges")
+        assert (last_operation(apply, "HR.T"), last_operation(apply, "HR.U")) == ("WRITE", "WRITE")
+        assert "txn" not in last_commit_actions(apply, "HR.T")
+
+        apply.apply()
+
+    assert (last_operation(apply, "HR.T"), last_operation(apply, "HR.U")) == ("MERGE", "MERGE")
     assert [(int(r.ID), r.V) for r in apply.silver("HR.T").collect()] == [(1, "a")]
     assert [(int(r.ID), r.V) for r in apply.silver("HR.U").collect()] == [(1, "u")]
     assert apply.transactions().count() == 1

@@ -7,8 +7,8 @@ from lakeapply.gold.runner import (
     GoldReport,
     render_sqlplus,
     run_gold,
-    session_warehouse,
 )
+from lakeapply.runtime.session import session_warehouse
 
 __all__ = [
     "GOLD_VIEWS",

@@ -24,7 +24,6 @@ from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
@@ -125,14 +124,6 @@ class GoldReport:
             parts.append(f"{self.skipped} skipped")
         outcome = "OK" if self.success else "FAILED"
         return f"dbt {self.command} {outcome}: {', '.join(parts)} ({self.elapsed_seconds:.1f} s)"
-
-
-def session_warehouse(spark: SparkSession) -> Path:
-    """The warehouse folder of a local session: the parent of ``spark.sql.warehouse.dir``."""
-    location = spark.conf.get("spark.sql.warehouse.dir") or "spark-warehouse"
-    parsed = urlparse(location)
-    path = unquote(parsed.path) if parsed.scheme in ("file", "") else location
-    return Path(path).resolve().parent
 
 
 def run_gold(

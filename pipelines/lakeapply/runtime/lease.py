@@ -108,6 +108,10 @@ class WarehouseBusyError(LakeapplyError):
         )
 
 
+# The warehouses whose lease this process holds right now (resolved paths).
+_HELD_WAREHOUSES: set[Path] = set()
+
+
 class WarehouseLease:
     """An exclusive lock on a warehouse folder, held until :meth:`release` or process exit."""
 
@@ -116,6 +120,7 @@ class WarehouseLease:
         self.lock_path = lock_path
         self.holder = holder
         self._descriptor: int | None = descriptor
+        _HELD_WAREHOUSES.add(warehouse)
 
     @property
     def held(self) -> bool:
@@ -125,6 +130,7 @@ class WarehouseLease:
         if self._descriptor is None:
             return
         descriptor, self._descriptor = self._descriptor, None
+        _HELD_WAREHOUSES.discard(self.warehouse)
         # Empty the file first so nobody reads a holder that is gone; the lock then goes with
         # the descriptor (close releases a flock).
         with contextlib.suppress(OSError):
@@ -141,6 +147,12 @@ class WarehouseLease:
         traceback: TracebackType | None,
     ) -> None:
         self.release()
+
+
+def holds_lease(warehouse: Path) -> bool:
+    """Whether this process holds the lease of ``warehouse``: then no other lakeapply process
+    writes its tables until this one ends."""
+    return warehouse.resolve() in _HELD_WAREHOUSES
 
 
 def lock_path_of(warehouse: Path) -> Path:

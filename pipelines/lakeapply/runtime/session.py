@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 from pyspark import SparkConf, SparkContext
 from pyspark.errors import PySparkException
@@ -83,6 +84,14 @@ class LocalSparkSettings:
             raise ConfigurationError(
                 f"driver memory {self.driver_memory!r}: expected a size such as 4g or 6144m"
             )
+
+
+def session_warehouse(spark: SparkSession) -> Path:
+    """The warehouse folder of a local session: the parent of ``spark.sql.warehouse.dir``."""
+    location = spark.conf.get("spark.sql.warehouse.dir") or "spark-warehouse"
+    parsed = urlparse(location)
+    path = unquote(parsed.path) if parsed.scheme in ("file", "") else location
+    return Path(path).resolve().parent
 
 
 def running_on_databricks() -> bool:

@@ -23,6 +23,8 @@ from pyspark.sql import types as T
 
 from lakeapply.contract.identifiers import quote
 from lakeapply.runtime.catalog import Catalog
+from lakeapply.runtime.lease import holds_lease
+from lakeapply.runtime.session import session_warehouse
 from lakeapply.silver import dictionary
 from lakeapply.silver.fold import Position
 from lakeapply.silver.keys import KeyBounds
@@ -150,6 +152,12 @@ class Cycle:
     def app(self) -> str:
         """The txnAppId prefix of this apply process's writes."""
         return f"{TXN_APP_ID}:{self.settings.apply_name}"
+
+    @property
+    def sole_writer(self) -> bool:
+        """This process holds the lease of the session's local warehouse (``runtime/lease.py``):
+        no other run of this cycle writes its tables while it runs."""
+        return self.catalog.catalog is None and holds_lease(session_warehouse(self.spark))
 
     def crash_point(self, name: str, what: str) -> None:
         if self.crash_after == name:

@@ -58,7 +58,8 @@ def merge_destinations(
     no row can match, and the MERGE's scan for matches and its snapshot statistics (~9 Spark
     jobs a table) are saved. Any other table, or one written since (a resumed cycle whose
     append already landed, another writer), is MERGEd. Both use the same transaction id, so
-    a resumed cycle skips the table either way."""
+    a resumed cycle skips the table either way; under the warehouse lease the append goes
+    without it (``_append_inserts``)."""
     spark, catalog, settings, plan = cycle.spark, cycle.catalog, cycle.settings, cycle.plan
     inserts_only = {
         r.silver_table: bool(r.inserts_only)
@@ -67,6 +68,7 @@ def merge_destinations(
         .collect()
     }
     versions_after = dict(plan.table_versions)
+    sole_writer = cycle.sole_writer
     to_merge = [
         table
         for table in {t.silver_table: t for t in settings.tables}.values()
@@ -84,7 +86,7 @@ def merge_destinations(
             inserts_only[table.silver_table]
             and latest_version(session, name) == plan.table_versions[table.silver_table]
         ):
-            _append_inserts(name, source, app_id, plan.cycle_id)
+            _append_inserts(name, source, None if sole_writer else app_id, plan.cycle_id)
         else:
             _merge_table(
                 session, name, table, source, bounds[table.silver_table], app_id, plan.cycle_id
@@ -435,12 +437,19 @@ def _source_rows(table: DestinationTable, final_rows: DataFrame) -> DataFrame:
     )
 
 
-def _append_inserts(name: str, source: DataFrame, app_id: str, cycle_id: int) -> None:
-    """The rows of keys the table does not hold, appended, idempotent per cycle (the same
-    transaction id as the MERGE's)."""
-    source.drop("__lakeapply_action").writeTo(name).option("txnAppId", app_id).option(
-        "txnVersion", str(cycle_id)
-    ).append()
+def _append_inserts(name: str, source: DataFrame, app_id: str | None, cycle_id: int) -> None:
+    """The rows of keys the table does not hold, appended; with ``app_id``, idempotent per
+    cycle (the same transaction id as the MERGE's).
+
+    Without it (``Cycle.sole_writer``) the append is still written once: it only runs while the
+    table is at the version the cycle read, so a resumed cycle whose append landed MERGEs the
+    same rows instead, and the warehouse lease keeps a second run of the cycle out. The
+    transaction id costs each append a read of the table's whole log state (two Spark jobs,
+    ~0.5 s: ``Snapshot.transactions``), the largest per-table cost of a cycle into many tables."""
+    writer = source.drop("__lakeapply_action").writeTo(name)
+    if app_id is not None:
+        writer = writer.option("txnAppId", app_id).option("txnVersion", str(cycle_id))
+    writer.append()
 
 
 def _merge_table(
