@@ -8,7 +8,8 @@ import contextlib
 import pytest
 
 from lakeapply.errors import ApplyAbortedError
-from lakeapply.gold.runner import run_gold, session_warehouse
+from lakeapply.gold.runner import run_gold
+from lakeapply.runtime.session import session_warehouse
 from lakeapply.silver.settings import CommitSerialization
 from lakeapply.testing import LakeapplyHarness, apply_settings, table_definition
 

@@ -4,7 +4,7 @@ The stream is a *wake-up*, never a second code path. Each micro-batch calls the 
 function (``bronze.ingest.ingest`` or ``silver.engine.run_apply``) through ``foreachBatch``, and
 that function's own log decides what is read and written: the ingest log's byte ranges and
 PLANNED batches, the apply's recorded cycle plans and progress. Both are already exactly once on
-replay (plan recorded first, every Delta write tagged ``txnAppId``/``txnVersion``), so the
+replay (plan recorded first, every Delta write idempotent: ``silver/cycle_state.py``), so the
 streaming checkpoint only has to remember how far the wake-up source was read: a micro-batch
 that Spark replays after a crash (its offsets written, its commit not) calls the batch function
 again, which resumes the unfinished batch or cycle and skips what already committed.

@@ -3,8 +3,9 @@ crash points tests stop it at, and the small helpers every step writes with.
 
 A cycle is exactly once because every write it makes is an idempotent Delta commit keyed by
 ``txnAppId`` = ``TXN_APP_ID:<apply>:<table>`` and ``txnVersion`` = the cycle id (``append_rows``
-and the MERGEs of ``silver/write.py``), and because a re-run reads the tables ``VERSION AS OF``
-the versions recorded in its plan (``CyclePlan``).
+and the MERGEs of ``silver/write.py``; under the warehouse lease a destination append relies on
+the table's planned version instead: ``Cycle.sole_writer``), and because a re-run reads the
+tables ``VERSION AS OF`` the versions recorded in its plan (``CyclePlan``).
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ A bronze cycle (``bronze_cycle``), one module per step:
    ``max_cycle_batches``), the spill version and every destination table's Delta version,
    appended to ``cycles`` (PLANNED) before anything else is written. A crashed cycle is re-run
    from its plan: same inputs, destination tables read ``VERSION AS OF`` the planned versions,
-   every write idempotent (``txnAppId``/``txnVersion``, ``silver/cycle_state.py``).
+   every write idempotent (``txnAppId``/``txnVersion``, or for an append under the warehouse
+   lease the table's planned version: ``silver/cycle_state.py``, ``silver/write.py``).
 2. **Assemble, route, stage** (``silver/assemble.py``): transactions from new bronze LCRs plus
    the spill (open and deferred transactions); late input; DDL barriers
    (``silver/ddl_apply.py``); each row LCR of the committed ones routed and staged (rules,
@@ -188,7 +189,7 @@ def run_apply(
     reports: list[CycleReport] = []
     while True:
         crash, crash_after = crash_after, None
-        # A cycle is idempotent on replay (plan recorded first, writes tagged txnAppId/txnVersion),
+        # A cycle is idempotent on replay (plan recorded first, every write idempotent),
         # so a Delta commit race (OPTIMIZE, another writer) is retried as a whole cycle.
         report = retry_on_concurrent_modification(
             lambda: apply_cycle(spark, catalog, settings, progress, crash),  # noqa: B023
