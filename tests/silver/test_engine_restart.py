@@ -3,14 +3,18 @@ same silver tables, error queue and progress as an uninterrupted apply (here: th
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pytest
 import yaml
+from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 
 from lakeapply.landing.generator import WorkloadSpec, generate_lcrs
 from lakeapply.runtime.catalog import Catalog
+from lakeapply.runtime.lease import acquire_warehouse_lease
+from lakeapply.runtime.session import session_warehouse
 from lakeapply.silver.cycle_state import CRASH_POINTS, SimulatedApplyCrash
 from lakeapply.silver.engine import apply_cycle, run_apply
 from tests.reference.workloads import Workload
@@ -49,18 +53,34 @@ def generated_workload() -> Workload:
     return Workload(process, definitions, lcrs)
 
 
+@pytest.mark.parametrize("under_the_lease", [False, True], ids=["no lease", "under the lease"])
 def test_a_cycle_crashed_at_every_step_then_resumed_equals_an_uninterrupted_apply(
-    spark: SparkSession, tmp_path: Path
+    spark: SparkSession, tmp_path: Path, under_the_lease: bool
 ) -> None:
+    """Under the warehouse lease (every local command) a destination append goes without
+    Delta's transaction id, so its resume relies on the table's planned version alone."""
     workload = generated_workload()
-    catalog = Catalog("restart")
+    catalog = Catalog("restart_lease" if under_the_lease else "restart")
     settings = prepare(spark, catalog, [workload], workload, tmp_path)
 
-    # The same planned cycle crashes at each step in turn; each re-run resumes it.
-    for point in CRASH_POINTS:
-        with pytest.raises(SimulatedApplyCrash):
-            apply_cycle(spark, catalog, settings, crash_after=point)
-    reports = run_apply(spark, catalog, settings)
+    with (
+        acquire_warehouse_lease(session_warehouse(spark))
+        if under_the_lease
+        else contextlib.nullcontext()
+    ):
+        # The same planned cycle crashes at each step in turn; each re-run resumes it.
+        for point in CRASH_POINTS:
+            with pytest.raises(SimulatedApplyCrash):
+                apply_cycle(spark, catalog, settings, crash_after=point)
+        reports = run_apply(spark, catalog, settings)
+
+    operations = {
+        str(row.operation)
+        for row in DeltaTable.forName(spark, catalog.silver_table("restart_t001"))
+        .history()
+        .collect()
+    }
+    assert "WRITE" in operations, "the first crash after the writes should follow an append"
 
     assert reports[0].resumed
     expected = reference_outcome(workload)
