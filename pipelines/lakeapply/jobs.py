@@ -21,12 +21,16 @@ from lakeapply.gold.runner import SUMMARY_COLUMNS, render_sqlplus, run_gold, sum
 from lakeapply.landing.generator import WorkloadSpec, write_workload
 from lakeapply.resources import DEMO_CONFIG, resource_path
 from lakeapply.runtime.catalog import Catalog, existing_tables
-from lakeapply.runtime.session import LocalSparkSettings, get_spark
+from lakeapply.runtime.session import (
+    LocalSparkSettings,
+    get_spark,
+    isolated_session,
+)
 from lakeapply.silver import dictionary
 from lakeapply.silver.admin import load_settings, publish_settings
 from lakeapply.silver.config import load_config
 from lakeapply.silver.engine import run_apply
-from lakeapply.silver.plan import ensure_destination_tables
+from lakeapply.silver.plan import ensure_destination_tables, ensure_dictionary_tables
 from lakeapply.silver.settings import ApplySettings
 from lakeapply.status import collect_status, render_status
 
@@ -129,6 +133,9 @@ def _configured_all(
     configured = [_configured(spark, catalog, settings) for settings in declared]
     for settings in configured:
         ensure_destination_tables(spark, catalog, settings)
+    # Every dictionary table, before the apply and gold run side by side: both would create
+    # the missing ones, and two creations of one table conflict in Delta's log.
+    ensure_dictionary_tables(spark, catalog)
     return configured
 
 
@@ -172,17 +179,24 @@ def run_demo(
         LocalSparkSettings(warehouse, small_data=True, write_class_archive=True),
         notify=lambda line: console.print(line, highlight=False),
     )
+    # Gold's `dbt run` builds views, which need the tables and not their rows, so it runs
+    # beside the apply. dbt-spark runs on the session it finds (the first one: ``spark``) and
+    # changes its settings (ANSI mode off, the current database) while it runs: everything
+    # else runs on a session of its own.
+    work = isolated_session(spark)
     names = Catalog(catalog_prefix, catalog)
     declared_applies = load_config(config)
-    # Publishing the settings and creating the destination tables (a score of Delta tables on a
-    # first run) needs nothing ingest writes: in the background, the two overlap on the cores
-    # the other leaves idle. The bronze tables come first: both sides would create them, and
-    # two creations of one table conflict in Delta's log.
-    bronze_created = ensure_bronze_tables(spark, names)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="configure") as background:
-        configuring = background.submit(_configured_all, spark, names, declared_applies)
+    # Work beside the main line (ingest, then the apply), on the cores it leaves idle:
+    # publishing the settings and creating the destination tables (a score of Delta tables on
+    # a first run) needs nothing ingest writes; the status (bronze only) and gold's views (they
+    # need the tables, not their rows) need nothing the apply writes. The bronze tables come
+    # first: both sides would create them, and two creations of one table conflict in Delta's
+    # log.
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="background") as background:
+        bronze_created = ensure_bronze_tables(work, names)
+        configuring = background.submit(_configured_all, work, names, declared_applies)
         report = ingest(
-            spark,
+            work,
             names,
             landing,
             progress=step_printer(console, "ingest"),
@@ -195,19 +209,23 @@ def run_demo(
                 f"bronze: batch {report.batch_id} ingested {report.lines} lines "
                 f"({report.bronze_rows} LCRs, {report.quarantined_rows} quarantined)"
             )
-        render_status(collect_status(spark, names), console)
+        status = background.submit(collect_status, work, names)
         configured = configuring.result()
-    for settings in configured:
-        for cycle in run_apply(spark, names, settings, step_printer(console, "apply")):
-            console.print(
-                f"silver: {cycle.apply_name} cycle {cycle.cycle_id}: {cycle.applied} applied, "
-                f"{cycle.ignored} ignored, {cycle.errors} errors"
-                + (" - ABORTED" if cycle.aborted else "")
-            )
-    render_apply_summary(spark, names, console)
-    # The demo builds the views only (`dbt run`); `lakeapply gold` and the gold job run `dbt build`,
-    # whose 50-odd data and unit tests would double the demo's gold step.
-    gold = run_gold(spark, warehouse.resolve(), catalog_prefix, "run", catalog=catalog)
+        # The demo builds the views only (`dbt run`); `lakeapply gold` and the gold job run
+        # `dbt build`, whose 50-odd data and unit tests read the rows, after the apply.
+        building_gold = background.submit(
+            run_gold, spark, warehouse.resolve(), catalog_prefix, "run", catalog=catalog
+        )
+        for settings in configured:
+            for cycle in run_apply(work, names, settings, step_printer(console, "apply")):
+                console.print(
+                    f"silver: {cycle.apply_name} cycle {cycle.cycle_id}: {cycle.applied} "
+                    f"applied, {cycle.ignored} ignored, {cycle.errors} errors"
+                    + (" - ABORTED" if cycle.aborted else "")
+                )
+        render_status(status.result(), console)
+        gold = building_gold.result()
+    render_apply_summary(work, names, console)
     console.print(f"gold: {gold.summary()}")
     for view in ("DBA_APPLY_PROGRESS", "DBA_APPLY_ERROR"):
         console.print(f"\nSQL> {summary_select(view)}", highlight=False)

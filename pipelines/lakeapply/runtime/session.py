@@ -94,6 +94,22 @@ def session_warehouse(spark: SparkSession) -> Path:
     return Path(path).resolve().parent
 
 
+def isolated_session(spark: SparkSession) -> SparkSession:
+    """A session over ``spark``'s context, tables and cache with SQL settings and a current
+    catalog and database of its own, copied from ``spark``'s: what another thread changes on
+    ``spark`` meanwhile does not reach it (dbt-spark turns ANSI mode off and changes the
+    current database of the session it runs on)."""
+    session = spark.newSession()
+    for key, value in spark.conf.getAll.items():
+        if spark.conf.isModifiable(key) and session.conf.get(key, None) != value:
+            session.conf.set(key, value)
+    if session.catalog.currentCatalog() != spark.catalog.currentCatalog():
+        session.catalog.setCurrentCatalog(spark.catalog.currentCatalog())
+    if session.catalog.currentDatabase() != spark.catalog.currentDatabase():
+        session.catalog.setCurrentDatabase(spark.catalog.currentDatabase())
+    return session
+
+
 def running_on_databricks() -> bool:
     return "DATABRICKS_RUNTIME_VERSION" in os.environ
 
