@@ -15,6 +15,7 @@ from lakeapply.runtime.session import (
     LocalSparkSettings,
     _explain_startup_failure,
     delta_maven_coordinate,
+    isolated_session,
     local_session_options,
 )
 
@@ -101,3 +102,21 @@ def test_the_local_session_keeps_only_the_last_few_queries_in_its_status_store(
     assert int(options["spark.ui.retainedJobs"]) <= 100
     assert int(options["spark.ui.retainedStages"]) <= 100
     assert int(options["spark.ui.retainedTasks"]) <= 10_000
+
+
+def test_an_isolated_session_starts_with_the_settings_and_is_not_changed_with_them(spark) -> None:
+    before = {key: spark.conf.get(key) for key in ("spark.sql.shuffle.partitions", ANSI)}
+    spark.conf.set("spark.sql.shuffle.partitions", "3")
+    try:
+        isolated = isolated_session(spark)
+        assert isolated.conf.get("spark.sql.shuffle.partitions") == "3"
+        spark.conf.set(ANSI, "false")  # what dbt-spark does to the session it runs on
+        assert isolated.conf.get(ANSI) == "true"
+        with pytest.raises(Exception, match="CAST_INVALID_INPUT"):
+            isolated.sql("SELECT CAST('x' AS INT)").collect()
+    finally:
+        for key, value in before.items():
+            spark.conf.set(key, value)
+
+
+ANSI = "spark.sql.ansi.enabled"
