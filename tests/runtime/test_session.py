@@ -46,13 +46,13 @@ def test_the_spark_session_has_delta_and_a_metastore_under_the_warehouse(spark) 
 @pytest.mark.parametrize(
     ("small_data", "short_process", "client_compiler_only", "throughput_collector"),
     [
-        (True, True, True, False),
+        (True, True, True, True),
         (True, False, False, True),
         (False, True, False, False),
         (False, False, False, False),
     ],
 )
-def test_small_data_picks_the_client_compiler_for_a_short_process_and_parallel_gc_for_a_long_one(
+def test_small_data_picks_the_throughput_collector_and_the_client_compiler_for_a_short_process(
     tmp_path: Path,
     small_data: bool,
     short_process: bool,
