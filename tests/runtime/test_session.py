@@ -15,6 +15,7 @@ from lakeapply.runtime.session import (
     LocalSparkSettings,
     _explain_startup_failure,
     delta_maven_coordinate,
+    interpreted_evaluation,
     isolated_session,
     local_session_options,
 )
@@ -120,3 +121,54 @@ def test_an_isolated_session_starts_with_the_settings_and_is_not_changed_with_th
 
 
 ANSI = "spark.sql.ansi.enabled"
+
+
+CODEGEN_SETTINGS = ("spark.sql.codegen.factoryMode", "spark.sql.codegen.wholeStage")
+
+
+def codegen_settings(spark) -> tuple[str | None, ...]:
+    return tuple(spark.conf.get(key, None) for key in CODEGEN_SETTINGS)
+
+
+@pytest.fixture
+def generated_code(spark):
+    """The session with Spark's default evaluation (the tests' session is interpreted)."""
+    before = codegen_settings(spark)
+    spark.conf.unset("spark.sql.codegen.factoryMode")
+    spark.conf.set("spark.sql.codegen.wholeStage", "true")
+    yield spark
+    for key, value in zip(CODEGEN_SETTINGS, before, strict=True):
+        spark.conf.set(key, value)
+
+
+def test_interpreted_evaluation_holds_in_the_block_and_the_settings_come_back_after(
+    generated_code,
+) -> None:
+    before = codegen_settings(generated_code)
+
+    with interpreted_evaluation(generated_code):
+        assert codegen_settings(generated_code) == ("NO_CODEGEN", "false")
+        assert generated_code.range(3).selectExpr("sum(id * 2)").collect()[0][0] == 6
+
+    assert codegen_settings(generated_code) == before
+
+
+def test_interpreted_evaluation_is_restored_after_an_error_and_nests(generated_code) -> None:
+    before = codegen_settings(generated_code)
+
+    with pytest.raises(ValueError), interpreted_evaluation(generated_code):
+        with interpreted_evaluation(generated_code, wanted=False):  # never turns code back on
+            assert codegen_settings(generated_code) == ("NO_CODEGEN", "false")
+        raise ValueError
+
+    assert codegen_settings(generated_code) == before
+
+
+def test_interpreted_evaluation_leaves_a_databricks_session_alone(
+    generated_code, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DATABRICKS_RUNTIME_VERSION", "17.3")
+    before = codegen_settings(generated_code)
+
+    with interpreted_evaluation(generated_code):
+        assert codegen_settings(generated_code) == before

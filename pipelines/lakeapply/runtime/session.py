@@ -27,9 +27,18 @@ DELTA_SCALA_VERSION = "2.13"
 JVM_MEMORY_SIZE = re.compile(r"[1-9][0-9]*[mMgG]")
 
 
-SMALL_DATA_OPTIONS = {
+# Expressions and operators evaluated by Spark's interpreter instead of generated Java code.
+# Compiling a query's generated code (Janino, then the JVM's JIT) costs more than it saves on a
+# few hundred thousand rows, and lakeapply's queries are wide: a first apply cycle of 10k LCRs
+# 23.2 -> 14.5 s, of 100k 26.5 -> 21.0 s, but of 1M 58.0 -> 74.6 s (cycle_profile, warm,
+# 2026-12-07). See ``interpreted_evaluation``.
+INTERPRETED_EVALUATION = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+}
+
+SMALL_DATA_OPTIONS = {
+    **INTERPRETED_EVALUATION,
     "spark.sql.adaptive.enabled": "false",
     "spark.databricks.delta.stats.skipping": "false",
     # Delta's checksum file (.crc) after each commit: with a commit or two per small table and
@@ -117,6 +126,28 @@ def isolated_session(spark: SparkSession) -> SparkSession:
 
 def running_on_databricks() -> bool:
     return "DATABRICKS_RUNTIME_VERSION" in os.environ
+
+
+@contextmanager
+def interpreted_evaluation(spark: SparkSession, wanted: bool = True) -> Iterator[None]:
+    """Within the block, ``spark`` evaluates queries interpreted (``INTERPRETED_EVALUATION``)
+    when ``wanted``; its settings are restored after. It only ever turns generated code off,
+    so blocks nest and a session built for small data stays interpreted. Not on Databricks:
+    Photon does not generate Java code, and serverless compute refuses these settings."""
+    if not wanted or running_on_databricks():
+        yield
+        return
+    before = {key: spark.conf.get(key, None) for key in INTERPRETED_EVALUATION}
+    for key, value in INTERPRETED_EVALUATION.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, earlier in before.items():
+            if earlier is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, earlier)
 
 
 def delta_maven_coordinate() -> str:

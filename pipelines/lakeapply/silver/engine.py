@@ -40,6 +40,7 @@ from lakeapply.errors import ApplyAbortedError
 from lakeapply.runtime.catalog import Catalog, compact_small_files, compaction_due
 from lakeapply.runtime.query_jobs import release_finished_query_jobs
 from lakeapply.runtime.retry import retry_on_concurrent_modification
+from lakeapply.runtime.session import interpreted_evaluation
 from lakeapply.silver import dictionary
 from lakeapply.silver.assemble import read_and_stage
 from lakeapply.silver.cycle_state import (
@@ -79,6 +80,11 @@ from lakeapply.silver.progress import commit_cycle, record_progress
 from lakeapply.silver.settings import ApplySettings, DestinationTable
 from lakeapply.silver.write import merge_destinations, record_outcomes, write_spill
 
+# The largest cycle whose queries run interpreted: compiling generated code costs a cycle a
+# fixed few seconds and saves ~25 s per million LCRs on two cores (runtime/session.py,
+# INTERPRETED_EVALUATION): the break-even is near 300k LCRs.
+INTERPRETED_CYCLE_MAX_LCRS = 250_000
+
 
 def apply_cycle(
     spark: SparkSession,
@@ -88,28 +94,43 @@ def apply_cycle(
     crash_after: str | None = None,
 ) -> CycleReport | None:
     """Run one apply cycle (see the module docstring); None when there is nothing to apply."""
-    ensure_apply_tables(spark, catalog)
-    latest = latest_settings(spark, catalog, settings)
-    create_destination_tables(spark, catalog, latest)
-    if settings.disable_on_error:
-        record_an_unrecorded_abort(spark, catalog, settings)
-    status_now = apply_status(spark, catalog, settings.apply_name)
-    if status_now in ("ABORTED", "DISABLED"):
-        raise ApplyAbortedError(
-            f"apply process {settings.apply_name} is "
-            f"{status_now}: fix the cause, then start it "
-            "(lakeapply admin start-apply)"
-        )
-    planned = plan_cycle(spark, catalog, settings, latest)
+    with interpreted_evaluation(spark):  # the apply process's state: a few dictionary rows
+        ensure_apply_tables(spark, catalog)
+        latest = latest_settings(spark, catalog, settings)
+        create_destination_tables(spark, catalog, latest)
+        if settings.disable_on_error:
+            record_an_unrecorded_abort(spark, catalog, settings)
+        status_now = apply_status(spark, catalog, settings.apply_name)
+        if status_now in ("ABORTED", "DISABLED"):
+            raise ApplyAbortedError(
+                f"apply process {settings.apply_name} is "
+                f"{status_now}: fix the cause, then start it "
+                "(lakeapply admin start-apply)"
+            )
+        planned = plan_cycle(spark, catalog, settings, latest)
     if planned is None:
         return None
     plan, resumed = planned
-    if plan.execute_errors:  # an EXECUTE_ERROR cycle that did not finish: finish it first
-        execute_cycle(spark, catalog, settings, plan, progress, crash_after)
-        return _execution_report(settings.apply_name, plan)
-    # A resumed cycle applies under the versions it saw when planned; a new one under the latest.
-    versioned = versioned_settings(spark, catalog, settings, plan.cycle_id) if resumed else latest
-    return bronze_cycle(spark, catalog, versioned, plan, resumed, progress, crash_after)
+    with interpreted_evaluation(spark, is_small_cycle(plan)):
+        if plan.execute_errors:  # an EXECUTE_ERROR cycle that did not finish: finish it first
+            execute_cycle(spark, catalog, settings, plan, progress, crash_after)
+            return _execution_report(settings.apply_name, plan)
+        # A resumed cycle applies under the versions it saw when planned; a new one under the
+        # latest.
+        versioned = (
+            versioned_settings(spark, catalog, settings, plan.cycle_id) if resumed else latest
+        )
+        return bronze_cycle(spark, catalog, versioned, plan, resumed, progress, crash_after)
+
+
+def is_small_cycle(plan: CyclePlan) -> bool:
+    """Whether the cycle's queries run interpreted (``runtime.session.interpreted_evaluation``):
+    an EXECUTE_ERROR cycle (the queue's transactions), or a bronze cycle planned over at most
+    ``INTERPRETED_CYCLE_MAX_LCRS`` LCRs. A resumed bronze cycle does not know its size: it
+    runs as the session is set."""
+    if plan.execute_errors:
+        return True
+    return plan.bronze_rows is not None and plan.bronze_rows <= INTERPRETED_CYCLE_MAX_LCRS
 
 
 def bronze_cycle(
@@ -252,7 +273,22 @@ def execute_errors(
     Errors do not stop it (as with ``disable_on_error = N``): a transaction that fails again
     stays in the queue with its new error; one that succeeds leaves the queue. The apply
     process's status does not matter (an ABORTED apply is the usual case) and is not changed.
+    The queue's transactions are few: their cycles run interpreted (``is_small_cycle``).
     """
+    with interpreted_evaluation(spark):
+        return _execute_errors(
+            spark, catalog, settings, local_transaction_ids, progress, crash_after
+        )
+
+
+def _execute_errors(
+    spark: SparkSession,
+    catalog: Catalog,
+    settings: ApplySettings,
+    local_transaction_ids: list[str] | None,
+    progress: Progress,
+    crash_after: str | None,
+) -> list[ErrorExecution]:
     ensure_apply_tables(spark, catalog)
     create_destination_tables(spark, catalog, latest_settings(spark, catalog, settings))
     if settings.disable_on_error:

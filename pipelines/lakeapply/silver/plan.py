@@ -309,14 +309,19 @@ def plan_cycle(
     last, unfinished, from_batch = recorded_cycles(spark, catalog, settings)
     if unfinished is not None:
         return unfinished, True
-    newest = (
+    last_readable = from_batch + settings.max_cycle_batches
+    batch = F.col("batch_id")
+    newest, bronze_rows = (
         spark.table(catalog.bronze_table("ingest_log"))
         .where(F.col("phase") == "COMMITTED")
-        .agg(F.max("batch_id"))
-        .collect()[0][0]
-        or 0
+        .agg(
+            F.max(batch),
+            F.sum(F.when((batch > from_batch) & (batch <= last_readable), F.col("bronze_rows"))),
+        )
+        .collect()[0]
     )
-    to_batch = min(int(newest), from_batch + settings.max_cycle_batches)
+    newest = newest or 0
+    to_batch = min(int(newest), last_readable)
     spill = apply_rows(spark, catalog, dictionary.SPILL, settings.apply_name)
     if (
         to_batch == from_batch
@@ -330,6 +335,7 @@ def plan_cycle(
         latest_version(spark, catalog.apply_table(dictionary.SPILL)),
         destination_versions(spark, catalog, latest),
         int(newest),
+        int(bronze_rows or 0),
     )
     record_plan(spark, catalog, settings, plan)
     return plan, False
