@@ -85,4 +85,8 @@ def test_the_plan_counts_the_lcrs_of_the_batches_it_reads_and_no_more(
 
     assert planned is not None
     plan, resumed = planned
-    assert (plan.bronze_to_batch - plan.bronze_from_batch, plan.bronze_rows, resumed) == (1, 2, False)
+    assert (plan.bronze_to_batch - plan.bronze_from_batch, plan.bronze_rows, resumed) == (
+        1,
+        2,
+        False,
+    )
