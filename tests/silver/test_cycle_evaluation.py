@@ -85,8 +85,24 @@ def test_the_plan_counts_the_lcrs_of_the_batches_it_reads_and_no_more(
 
     assert planned is not None
     plan, resumed = planned
-    assert (plan.bronze_to_batch - plan.bronze_from_batch, plan.bronze_rows, resumed) == (
+    assert (plan.bronze_to_batch - plan.bronze_from_batch, plan.lcrs_to_read, resumed) == (
         1,
         2,
         False,
     )
+
+
+def test_the_plan_counts_the_lcrs_of_the_open_transactions_the_spill_carries(
+    lakeapply: LakeapplyHarness,
+) -> None:
+    lakeapply.configure(apply_settings(T))
+    lakeapply.create_tables()
+    opened = lakeapply.txn(scn=100, transaction_id="1.0.1")
+    lakeapply.run(opened.insert("HR.T", ID=1, V="a").insert("HR.T", ID=2, V="b").open())
+    lakeapply.land(lakeapply.txn(scn=105, transaction_id="1.0.1").commit(scn=110))
+    settings = lakeapply.apply_process
+
+    planned = plan_cycle(lakeapply.spark, lakeapply.catalog, settings, settings)
+
+    assert planned is not None
+    assert planned[0].lcrs_to_read == 3  # the COMMIT, and the two spilled INSERTs

@@ -106,8 +106,9 @@ class CyclePlan:
     spill_version: int
     table_versions: dict[str, int]
     bronze_newest_batch: int | None = None  # when planned (None: a resumed plan)
-    # The LCRs the planned bronze batches hold, as the ingest logged them (None: a resumed plan)
-    bronze_rows: int | None = None
+    # The LCRs the cycle reads: the planned bronze batches' (as the ingest logged them) and the
+    # spill's (None: a resumed plan)
+    lcrs_to_read: int | None = None
     # EXECUTE_ERROR: the error transactions (local transaction ids) this cycle re-executes
     # instead of reading bronze, and the versions of the error queue it reads them at.
     execute_errors: tuple[str, ...] = ()

@@ -125,12 +125,12 @@ def apply_cycle(
 
 def is_small_cycle(plan: CyclePlan) -> bool:
     """Whether the cycle's queries run interpreted (``runtime.session.interpreted_evaluation``):
-    an EXECUTE_ERROR cycle (the queue's transactions), or a bronze cycle planned over at most
-    ``INTERPRETED_CYCLE_MAX_LCRS`` LCRs. A resumed bronze cycle does not know its size: it
-    runs as the session is set."""
+    an EXECUTE_ERROR cycle (the queue's transactions), or a bronze cycle planned to read at
+    most ``INTERPRETED_CYCLE_MAX_LCRS`` LCRs (new bronze LCRs and the spill's). A resumed
+    bronze cycle does not know its size: it runs as the session is set."""
     if plan.execute_errors:
         return True
-    return plan.bronze_rows is not None and plan.bronze_rows <= INTERPRETED_CYCLE_MAX_LCRS
+    return plan.lcrs_to_read is not None and plan.lcrs_to_read <= INTERPRETED_CYCLE_MAX_LCRS
 
 
 def bronze_cycle(

@@ -328,17 +328,29 @@ def plan_cycle(
         and spill.where(F.col("command_type") == "COMMIT").limit(1).count() == 0
     ):
         return None
+    spill_version = latest_version(spark, catalog.apply_table(dictionary.SPILL))
     plan = CyclePlan(
         last + 1,
         from_batch,
         to_batch,
-        latest_version(spark, catalog.apply_table(dictionary.SPILL)),
+        spill_version,
         destination_versions(spark, catalog, latest),
         int(newest),
-        int(bronze_rows or 0),
+        int(bronze_rows or 0) + _spill_rows(spark, catalog, spill_version),
     )
     record_plan(spark, catalog, settings, plan)
     return plan, False
+
+
+def _spill_rows(spark: SparkSession, catalog: Catalog, version: int) -> int:
+    """The spill's rows at ``version``, every apply process's (Delta answers a count from the
+    files' statistics, without reading them)."""
+    return int(
+        spark.read.format("delta")
+        .option("versionAsOf", version)
+        .table(catalog.apply_table(dictionary.SPILL))
+        .count()
+    )
 
 
 def _resumed_plan(cycle_id: int, planned: Any) -> CyclePlan:
