@@ -8,6 +8,9 @@ status tracker, and the Delta commits of every table from the ``_delta_log`` fol
 ``benchmarks/results/cycle-profile-<timestamp>.md`` and ``cycle-profile-latest.md``.
 
     .venv/bin/python benchmarks/cycle_profile.py --lcrs 10000 --tables 1 --repeat 3
+
+``--actions`` adds the last repetition's Spark actions one by one (``action_timer.py``): each
+collect, count, checkpoint, append and MERGE with its time and the line that started it.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
+from action_timer import Action, timed_actions
 from apply_bench import (
     CHANGES_PER_TRANSACTION,
     LINES_PER_TRANSACTION,
@@ -118,7 +122,10 @@ def profile_once(
     definitions: tuple[TableDefinition, ...],
     initial_scn: int,
     job_sites: bool = False,
+    actions: list[Action] | None = None,
 ) -> tuple[float, list[tuple[str, float, int]], Counter[str], int]:
+    """One first cycle into fresh tables: its seconds, its steps (name, seconds, Spark jobs),
+    its Delta commits by table and its Spark jobs; ``actions`` (given) gets its actions."""
     catalog = Catalog(prefix)
     ensure_apply_tables(spark, catalog)
     settings = apply_settings(definitions, initial_scn)
@@ -149,8 +156,11 @@ def profile_once(
                 print(f"        {count:3d} x {seconds[site]:6.2f} s {site}   [{name}]")
         last["time"], last["jobs"] = now, jobs
 
-    reports = run_apply(spark, catalog, settings, step)
+    with timed_actions() as timed:
+        reports = run_apply(spark, catalog, settings, step)
     seconds = time.perf_counter() - started
+    if actions is not None:
+        actions.extend(timed)
     step("end (commit, status)")
     after = _commits(warehouse, databases)
     commits = Counter(
@@ -191,6 +201,11 @@ def main() -> None:
     parser.add_argument(
         "--job-sites", action="store_true", help="print each step's Spark jobs by call site"
     )
+    parser.add_argument(
+        "--actions",
+        action="store_true",
+        help="list the last repetition's Spark actions, each with its time and call site",
+    )
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="lakeapply-profile-"))
@@ -213,6 +228,7 @@ def main() -> None:
     source = Catalog("profile_src")
     lines = ingest(spark, source, landing).lines
     runs = []
+    last_actions: list[Action] = []
     for n in range(args.repeat):
         runs.append(
             profile_once(
@@ -223,6 +239,7 @@ def main() -> None:
                 definitions,
                 initial_scn,
                 job_sites=args.job_sites and n == args.repeat - 1,
+                actions=last_actions if args.actions and n == args.repeat - 1 else None,
             )
         )
         seconds, steps, commits, jobs = runs[-1]
@@ -261,6 +278,17 @@ def main() -> None:
         *[f"| {table} | {count} |" for table, count in sorted(last_commits.items())],
         "",
     ]
+    if last_actions:
+        text += [
+            f"Spark actions of the last repetition, in order ({len(last_actions)}, "
+            f"{sum(a.seconds for a in last_actions):.2f} s; an action's time includes its "
+            "planning and Delta's snapshot reads):",
+            "",
+            "| seconds | action | started at |",
+            "|---:|---|---|",
+            *[f"| {a.seconds:.3f} | {a.kind} | `{a.call_site}` |" for a in last_actions],
+            "",
+        ]
     write_results(args.out, "cycle-profile", "\n".join(text))
 
 
