@@ -11,6 +11,8 @@ status tracker, and the Delta commits of every table from the ``_delta_log`` fol
 
 ``--actions`` adds the last repetition's Spark actions one by one (``action_timer.py``): each
 collect, count, checkpoint, append and MERGE with its time and the line that started it.
+``--jfr FILE`` records the driver JVM with Java Flight Recorder during the last repetition's
+cycle (``jcmd``, from the JDK); read it with e.g. ``jfr print --events jdk.ExecutionSample``.
 """
 
 from __future__ import annotations
@@ -18,9 +20,12 @@ from __future__ import annotations
 import argparse
 import shutil
 import statistics
+import subprocess
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -114,6 +119,25 @@ def _commits(warehouse: Path, databases: list[str]) -> Counter[str]:
     return counts
 
 
+@contextmanager
+def flight_recording(spark: SparkSession, recording: Path) -> Iterator[None]:
+    """Java Flight Recorder on the driver JVM for the block (its "profile" settings: a Java
+    stack sample every 10 ms), written to ``recording``."""
+    jcmd = shutil.which("jcmd")
+    if jcmd is None:
+        raise SystemExit("--jfr needs jcmd (from a JDK) on the PATH")
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None  # a local session's driver JVM
+    pid = str(jvm.java.lang.ProcessHandle.current().pid())
+    subprocess.run([jcmd, pid, "JFR.start", "name=cycle", "settings=profile"], check=True)
+    try:
+        yield
+    finally:
+        dump = f"filename={recording.resolve()}"
+        subprocess.run([jcmd, pid, "JFR.dump", "name=cycle", dump], check=True)
+        subprocess.run([jcmd, pid, "JFR.stop", "name=cycle"], check=True)
+
+
 def profile_once(
     spark: SparkSession,
     warehouse: Path,
@@ -123,9 +147,11 @@ def profile_once(
     initial_scn: int,
     job_sites: bool = False,
     actions: list[Action] | None = None,
+    recording: Path | None = None,
 ) -> tuple[float, list[tuple[str, float, int]], Counter[str], int]:
     """One first cycle into fresh tables: its seconds, its steps (name, seconds, Spark jobs),
-    its Delta commits by table and its Spark jobs; ``actions`` (given) gets its actions."""
+    its Delta commits by table and its Spark jobs; ``actions`` (given) gets its actions, and
+    ``recording`` (given) its flight recording."""
     catalog = Catalog(prefix)
     ensure_apply_tables(spark, catalog)
     settings = apply_settings(definitions, initial_scn)
@@ -156,7 +182,8 @@ def profile_once(
                 print(f"        {count:3d} x {seconds[site]:6.2f} s {site}   [{name}]")
         last["time"], last["jobs"] = now, jobs
 
-    with timed_actions() as timed:
+    recorder = flight_recording(spark, recording) if recording else nullcontext()
+    with recorder, timed_actions() as timed:
         reports = run_apply(spark, catalog, settings, step)
     seconds = time.perf_counter() - started
     if actions is not None:
@@ -206,6 +233,12 @@ def main() -> None:
         action="store_true",
         help="list the last repetition's Spark actions, each with its time and call site",
     )
+    parser.add_argument(
+        "--jfr",
+        type=Path,
+        metavar="FILE",
+        help="record the driver JVM (Java Flight Recorder) during the last repetition's cycle",
+    )
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="lakeapply-profile-"))
@@ -240,6 +273,7 @@ def main() -> None:
                 initial_scn,
                 job_sites=args.job_sites and n == args.repeat - 1,
                 actions=last_actions if args.actions and n == args.repeat - 1 else None,
+                recording=args.jfr if n == args.repeat - 1 else None,
             )
         )
         seconds, steps, commits, jobs = runs[-1]
