@@ -16,6 +16,7 @@ after it. Only for benchmarks: it patches classes process-wide.
 from __future__ import annotations
 
 import functools
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -52,6 +53,13 @@ class Action:
     call_site: str  # "silver/plan.py:331 plan_cycle": the innermost lakeapply frame
 
 
+class _Depth(threading.local):
+    """How many timed actions the current thread is inside (the engine runs some side by
+    side: the MERGEs, the table-version reads)."""
+
+    value = 0
+
+
 def _call_site() -> str:
     for frame in reversed(traceback.extract_stack()[:-2]):
         if PACKAGE_FOLDER in frame.filename:
@@ -60,21 +68,21 @@ def _call_site() -> str:
 
 
 def _timed(
-    method: Callable[..., Any], kind: str, actions: list[Action], depth: list[int]
+    method: Callable[..., Any], kind: str, actions: list[Action], depth: _Depth
 ) -> Callable[..., Any]:
     """``method``, timed; ``depth`` is shared by every wrapper of the block, so an action
-    that starts another (a writer's save that counts, say) is timed once, outermost."""
+    that starts another (``toPandas`` -> ``collect``, say) is timed once, outermost."""
 
     @functools.wraps(method)
     def timed(*args: Any, **kwargs: Any) -> Any:
-        if depth[0]:
+        if depth.value:
             return method(*args, **kwargs)
         site, started = _call_site(), time.perf_counter()
-        depth[0] += 1
+        depth.value += 1
         try:
             return method(*args, **kwargs)
         finally:
-            depth[0] -= 1
+            depth.value -= 1
             actions.append(Action(time.perf_counter() - started, kind, site))
 
     return timed
@@ -83,8 +91,8 @@ def _timed(
 @contextmanager
 def timed_actions() -> Iterator[list[Action]]:
     """The actions started inside the block, in order (the list fills as they end)."""
-    actions: list[Action] = []
-    depth = [0]
+    actions: list[Action] = []  # list.append is atomic: threads may share it
+    depth = _Depth()
     originals = [(cls, name, cls.__dict__[name]) for cls, name in TIMED]
     for cls, name, method in originals:
         wrapped = method.__func__ if isinstance(method, classmethod) else method
