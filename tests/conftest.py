@@ -82,3 +82,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         )
 
     items.sort(key=rank)  # stable: the rest keep their order
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Under ``--dist loadgroup`` pytest-xdist tags each grouped test's node id with
+    ``@<group>`` and schedules a group on one worker. When a pytest release moves node ids where
+    xdist cannot tag them (pytest 9.2 with xdist 3.8), the groups silently fall apart: module
+    fixtures are built on both workers and two wheel builds share one folder. Fail instead."""
+    if (
+        getattr(item.config.option, "loadgroup", False)  # set on xdist's workers
+        and item.get_closest_marker("xdist_group") is not None
+        and "@" not in item.nodeid
+    ):
+        pytest.fail(
+            "pytest-xdist did not tag this test with its xdist_group: this pytest and "
+            "pytest-xdist pair cannot run `--dist loadgroup`; install the versions "
+            "pyproject.toml pins (`make setup`)",
+            pytrace=False,
+        )

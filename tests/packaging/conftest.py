@@ -90,6 +90,7 @@ def wheel_entry_points(wheel: Path) -> dict[str, dict[str, str]]:
     return groups
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook tags the grouped node ids
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under ``pytest -n 2 --dist loadgroup`` the packaging tests share one worker: one wheel
     build, and never two ``pip wheel`` runs writing the repository's build folder at once."""
