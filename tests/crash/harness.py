@@ -268,10 +268,12 @@ class Appender(threading.Thread):
 
 @dataclass(frozen=True)
 class KillPoint:
-    kind: str  # time | commits | path | abort
-    value: float  # time: fraction of the expected duration; commits: n; path/abort: unused
+    kind: str  # time | commits | path | abort | output
+    value: float  # time: fraction of the expected duration; commits: n; others: unused
     delay: float = 0.0  # seconds after the event
-    path: str = ""  # path: a folder under the warehouse; commits: tables/<path> (default all)
+    # path: a folder under the warehouse; commits: tables/<path> (default all); output: a text
+    # the command's console (stderr) prints
+    path: str = ""
 
     def describe(self) -> str:
         if self.kind == "time":
@@ -281,6 +283,8 @@ class KillPoint:
             return f"{self.delay:.2f} s after the {int(self.value)}th new Delta commit{where}"
         if self.kind == "path":
             return f"{self.delay:.2f} s after {self.path} appears"
+        if self.kind == "output":
+            return f"{self.delay:.2f} s after the console prints {self.path!r}"
         return (
             f"{self.delay:.2f} s after the {int(self.value)}th apply dictionary commit after "
             "the error queue's next one (an abort being recorded)"
@@ -352,8 +356,14 @@ class CrashDriver:
     def history(self) -> str:
         return "\n".join(r.describe() for r in self.records)
 
-    def _trigger(self, point: KillPoint, command: str) -> Callable[[float], float | None]:
+    def _trigger(
+        self, point: KillPoint, command: str, console: Path
+    ) -> Callable[[float], float | None]:
         """A predicate on the seconds since start: the instant to kill at, once known."""
+        if point.kind == "output":
+            return lambda now: (
+                now + point.delay if point.path in console.read_text(errors="replace") else None
+            )
         if point.kind == "time":
             expected = self.expected.get(command, 30.0)
             instant = 2.0 + point.value * max(expected - 2.0, 1.0)
@@ -406,7 +416,7 @@ class CrashDriver:
                 start_new_session=True,
                 cwd=self.warehouse.parent,
             )
-            trigger = self._trigger(point, command) if point is not None else None
+            trigger = self._trigger(point, command, err_path) if point is not None else None
             kill_at: float | None = None
             killed_at: float | None = None
             while process.poll() is None:
