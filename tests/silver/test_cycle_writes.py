@@ -257,18 +257,28 @@ def test_the_first_error_transaction_creates_the_error_queue_and_a_clean_cycle_l
 def test_the_spill_is_written_when_a_transaction_stays_open_and_not_while_it_stays_the_same(
     lakeapply: LakeapplyHarness,
 ) -> None:
+    # Each way the decision is made: from the plan's empty spill (open, clean) or by joining the
+    # cycle's LCRs with the kept transactions (still open, committed).
     apply = configured(lakeapply)
     before = versions(apply)
+    long_running = apply.txn(scn=100, transaction_id="1.0.1").insert("HR.T", ID=1, V="a")
 
-    apply.run(apply.txn(scn=100, transaction_id="1.0.1").insert("HR.T", ID=1, V="a").open())
+    apply.run(long_running.open())
     opened = versions(apply)
     apply.run(apply.txn(scn=110).insert("HR.U", ID=2, V="b").commit(scn=111))
     still_open = versions(apply)
+    apply.run(long_running.commit(scn=121))
+    committed = versions(apply)
+    apply.run(apply.txn(scn=130).insert("HR.U", ID=3, V="c").commit(scn=131))
+    clean = versions(apply)
 
     assert commits(before, opened)[dictionary.SPILL] == 1
     assert dictionary.SPILL not in commits(opened, still_open)
-    assert [r.ID for r in apply.silver("HR.U").collect()] == [2]
-    assert apply.silver("HR.T").count() == 0
+    assert commits(still_open, committed)[dictionary.SPILL] == 1
+    assert apply.spill().count() == 0
+    assert dictionary.SPILL not in commits(committed, clean)
+    assert sorted(r.ID for r in apply.silver("HR.U").collect()) == [2, 3]
+    assert [r.ID for r in apply.silver("HR.T").collect()] == [1]
 
 
 def test_an_apply_from_unpublished_settings_creates_no_settings_table_and_gold_adds_them(

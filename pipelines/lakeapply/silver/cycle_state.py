@@ -113,6 +113,9 @@ class CyclePlan:
     # instead of reading bronze, and the versions of the error queue it reads them at.
     execute_errors: tuple[str, ...] = ()
     error_queue_versions: dict[str, int] = field(default_factory=dict)
+    # The spill's rows at ``spill_version``, every apply process's (None: not known, as for a
+    # resumed plan). 0 lets the cycle know its spill unchanged or not without reading its LCRs.
+    spill_rows: int | None = None
 
     def recorded_versions(self) -> dict[str, int]:
         """``table_versions_before`` of the cycle row: the destination tables' versions, plus

@@ -329,6 +329,7 @@ def plan_cycle(
     ):
         return None
     spill_version = latest_version(spark, catalog.apply_table(dictionary.SPILL))
+    spill_rows = _spill_rows(spark, catalog, spill_version)
     plan = CyclePlan(
         last + 1,
         from_batch,
@@ -336,7 +337,8 @@ def plan_cycle(
         spill_version,
         destination_versions(spark, catalog, latest),
         int(newest),
-        int(bronze_rows or 0) + _spill_rows(spark, catalog, spill_version),
+        int(bronze_rows or 0) + spill_rows,
+        spill_rows=spill_rows,
     )
     record_plan(spark, catalog, settings, plan)
     return plan, False

@@ -323,11 +323,12 @@ def write_spill(cycle: Cycle, inputs: CycleInput, processed: DataFrame) -> DataF
             inputs.redelivered.select(*TRANSACTION_KEY), list(TRANSACTION_KEY), "left_anti"
         )
     keep = materialize(keep)
-    if keep.count() <= BROADCAST_KEPT_TRANSACTIONS:
+    kept = keep.count()
+    if kept <= BROADCAST_KEPT_TRANSACTIONS:
         # The planner cannot size a checkpoint: without the hint the cycle's LCRs (every
         # column) are shuffled to meet a few kept transactions (1M LCRs, 4k kept: 4-6 s -> 1.6-1.9 s).
         keep = F.broadcast(keep)
-    if _spill_changes(inputs.lcrs, keep):
+    if _spill_changes(inputs.lcrs, keep, kept, cycle.plan.spill_rows):
         new_spill = inputs.lcrs.join(
             keep, ["source_database_name", "transaction_id"], "left_semi"
         ).select(
@@ -348,13 +349,22 @@ def write_spill(cycle: Cycle, inputs: CycleInput, processed: DataFrame) -> DataF
     return keep
 
 
-def _spill_changes(lcrs: DataFrame, keep: DataFrame) -> bool:
+def _spill_changes(
+    lcrs: DataFrame, keep: DataFrame, kept_transactions: int, spill_rows: int | None
+) -> bool:
     """Whether the new spill (the LCRs of ``keep``'s transactions) differs from the spill read
     at the plan's version (the LCRs that did not arrive this cycle): it does when an arrived
     LCR is kept or a spilled one is not. Unchanged (the usual case once every transaction has
     committed, with an empty spill before and after), it is not rewritten: a commit and a
     full write saved. Decided from the plan's inputs alone, so a resumed cycle decides the
-    same."""
+    same.
+
+    With an empty spill before (``spill_rows`` 0, every apply process's) every LCR arrived
+    this cycle, so the spill changes exactly when a transaction is kept: known without joining
+    the cycle's LCRs (~0.5 s of a small cycle). A resumed plan does not know the spill's rows
+    and joins: the same answer."""
+    if spill_rows == 0:
+        return kept_transactions > 0
     kept = keep.select(*TRANSACTION_KEY).distinct().withColumn("__kept", F.lit(True))
     differing = (
         lcrs.select(*TRANSACTION_KEY, ARRIVED)
