@@ -70,6 +70,7 @@ from lakeapply.runtime.catalog import (
     ensure_database,
     ensure_delta_tables,
 )
+from lakeapply.runtime.delta_state import log_states_computed
 
 log = logging.getLogger(__name__)
 
@@ -767,19 +768,20 @@ def ingest(
         raise SimulatedCrash("after plan")
 
     progress(f"reading {len(plan)} files")
-    by_file, released = _write_batch_rows(
-        spark, catalog, plan, batch_id, now, progress, crash_after
-    )
-
-    results = _file_results(plan, by_file)
-    # A file with no new complete line keeps the fingerprint it was planned with.
-    fingerprints = {
-        source_file: row.prefix_fingerprint
-        for source_file, row in by_file.items()
-        if row.prefix_fingerprint is not None
-    }
-    commit_rows = _log_rows(spark, batch_id, "COMMITTED", plan, results, fingerprints, now)
-    _append_idempotent(commit_rows, log_table, batch_id * 2 + 1, ingest_log_table_schema())
+    # While the lines are read and classified: the two tables every batch appends to.
+    with log_states_computed(spark, [catalog.bronze_table(LCR_TABLE), log_table]):
+        by_file, released = _write_batch_rows(
+            spark, catalog, plan, batch_id, now, progress, crash_after
+        )
+        results = _file_results(plan, by_file)
+        # A file with no new complete line keeps the fingerprint it was planned with.
+        fingerprints = {
+            source_file: row.prefix_fingerprint
+            for source_file, row in by_file.items()
+            if row.prefix_fingerprint is not None
+        }
+        commit_rows = _log_rows(spark, batch_id, "COMMITTED", plan, results, fingerprints, now)
+        _append_idempotent(commit_rows, log_table, batch_id * 2 + 1, ingest_log_table_schema())
     progress(f"batch {batch_id} committed")
     if compaction_due(batch_id):  # every batch reads its log whole (two files per batch)
         progress("compacting the ingest log")

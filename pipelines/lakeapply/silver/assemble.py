@@ -280,16 +280,20 @@ def read_and_stage(cycle: Cycle) -> CycleInput:
     transactions = materialize(assemble_transactions(lcrs))
     # Rule 11: a transaction processed by an earlier cycle (applied, discarded or queued) and
     # delivered again changes nothing; only its COMMIT copies are counted (TOTAL_IGNORED).
-    seen = processed_before_cycle(cycle)
-    committed_now = transactions.where(F.col("state") == "COMMITTED")
-    redelivered = materialize(committed_now.join(seen, list(SEEN_KEY), "left_semi"))
-    committed = committed_now.join(seen, list(SEEN_KEY), "left_anti")
+    # An apply process's first cycle has no earlier one: nothing redelivered, nothing late.
+    first = plan.cycle_id == 1
+    committed = transactions.where(F.col("state") == "COMMITTED")
+    redelivered = None
+    if not first:
+        seen = processed_before_cycle(cycle)
+        redelivered = materialize(committed.join(seen, list(SEEN_KEY), "left_semi"))
+        committed = committed.join(seen, list(SEEN_KEY), "left_anti")
     committed, ddl, barrier, ignored_ddl = ddl_barrier(cycle, lcrs, committed)
 
     messages = routed_row_lcrs(lcrs, committed, settings, spark)
     messages, staged, fold_input, bounds, buckets = stage_row_lcrs(cycle, messages)
     previous = previous_progress(spark, catalog, settings, plan.cycle_id)
-    late = _late_input(cycle, lcrs, transactions, staged, previous)
+    late = None if first else _late_input(cycle, lcrs, transactions, staged, previous)
     return CycleInput(
         lcrs,
         transactions,

@@ -305,6 +305,9 @@ ERROR_TABLES: dict[str, T.StructType] = {
     ERROR_MESSAGES: ERROR_MESSAGES_SCHEMA,
 }
 DICTIONARY_TABLES: dict[str, T.StructType] = {**CYCLE_TABLES, **ERROR_TABLES, **SETTINGS_TABLES}
+# The tables every bronze cycle appends to with a transaction id (the spill is rewritten only
+# when it changes, the rolled-back transactions only when a ROLLBACK arrives).
+WRITTEN_EVERY_CYCLE = (TRANSACTIONS, PROGRESS, CYCLES)
 # The tables cycles add files to (a row or a few per cycle, never rewritten whole): compacted
 # every few cycles (``runtime.catalog.compaction_due``).
 APPENDED_EVERY_CYCLE = (CYCLES, PROGRESS, TRANSACTIONS, ROLLED_BACK, TABLE_VERSIONS, *ERROR_TABLES)

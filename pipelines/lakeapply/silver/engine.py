@@ -38,6 +38,7 @@ from pyspark.sql import functions as F
 from lakeapply.contract.identifiers import quote
 from lakeapply.errors import ApplyAbortedError
 from lakeapply.runtime.catalog import Catalog, compact_small_files, compaction_due
+from lakeapply.runtime.delta_state import log_states_computed
 from lakeapply.runtime.query_jobs import release_finished_query_jobs
 from lakeapply.runtime.retry import retry_on_concurrent_modification
 from lakeapply.runtime.session import interpreted_evaluation
@@ -152,7 +153,19 @@ def bronze_cycle(
         else "no new bronze batch"
     )
     progress(f"cycle {plan.cycle_id}: {batches} + spill")
+    # A spill that held LCRs is mostly rewritten (its transactions commit, or new ones stay
+    # open); an empty one mostly stays empty. A state computed for a table the cycle then does
+    # not write is two Spark jobs spent for nothing.
+    written = [
+        *dictionary.WRITTEN_EVERY_CYCLE,
+        *([dictionary.SPILL] if plan.spill_rows != 0 else []),
+    ]
+    with log_states_computed(spark, [catalog.apply_table(name) for name in written]):
+        return _bronze_cycle_steps(cycle, resumed)
 
+
+def _bronze_cycle_steps(cycle: Cycle, resumed: bool) -> CycleReport:
+    spark, catalog, settings, plan = cycle.spark, cycle.catalog, cycle.settings, cycle.plan
     inputs = read_and_stage(cycle)
     if inputs.ddl is not None:  # a DDL transaction, alone in its cycle (rule 9)
         inputs, fold, versions_after, merged = apply_ddl_transaction(cycle, inputs)
