@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from pyspark.sql import SparkSession
+
 from lakeapply.bronze.ingest import ingest
+from lakeapply.runtime.catalog import Catalog
 from lakeapply.status import SourceCounts, collect_status
 
 
@@ -32,7 +35,7 @@ def _insert(transaction: str, scn: int) -> str:
 
 
 def test_status_counts_sources_quarantined_lines_batches_and_files(
-    spark, catalog, landing: Path
+    spark: SparkSession, catalog: Catalog, landing: Path
 ) -> None:
     (landing / "a.jsonl").write_text(
         _insert("1.1.1", 10)
@@ -58,7 +61,9 @@ def test_status_counts_sources_quarantined_lines_batches_and_files(
     assert sum(n for _, n in report.quarantine_reasons) == 4
 
 
-def test_status_of_a_warehouse_without_bronze_is_empty(spark, catalog) -> None:
+def test_status_of_a_warehouse_without_bronze_is_empty(
+    spark: SparkSession, catalog: Catalog
+) -> None:
     report = collect_status(spark, catalog)
 
     assert (report.bronze_lcrs, report.quarantined_lines, report.sources) == (0, 0, [])
