@@ -161,6 +161,8 @@ def record_an_unrecorded_abort(
     before that cycle (no START_APPLY since): record the abort now, with the cycle's first
     error, so the apply stops where the uninterrupted run would have."""
     name = settings.apply_name
+    if never_written(spark, catalog.apply_table(dictionary.CYCLES)):
+        return  # no cycle ever committed here
     last = (
         apply_rows(spark, catalog, dictionary.CYCLES, name)
         .where(F.col("phase") == "COMMITTED")
